@@ -1,0 +1,112 @@
+"""The network plan a topology builder produces: switches, server ports and switch links.
+
+Builders describe only the network (which server port plugs into which switch, which
+switches are wired together, at what bandwidth, in which tier, and who belongs to which
+partition); :func:`envs.topology.cluster.assemble_cluster` then adds the inside of every
+server and freezes everything into flat arrays. Keeping the two apart lets any server
+architecture go into any topology.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SHARED = -1
+"""Partition id of a switch that belongs to no partition (a top-tier switch)."""
+
+
+@dataclass
+class NetworkPlan:
+    """Mutable accumulator of a topology's network, filled by one builder.
+
+    Servers are numbered in partition order (partitions hold contiguous server ranges), and
+    ports are added server by server, in port order, so the assembled arrays are CSR-like.
+    """
+
+    topology: str
+    params: dict[str, object]
+    routing: str  # "tree" (up to the lowest common switches) or "bcube" (digit correction)
+    server_partition: list[int] = field(default_factory=list)
+    switch_tier: list[str] = field(default_factory=list)
+    switch_level: list[int] = field(default_factory=list)
+    switch_partition: list[int] = field(default_factory=list)
+    port_server: list[int] = field(default_factory=list)
+    port_switch: list[int] = field(default_factory=list)
+    port_gbps: list[float] = field(default_factory=list)
+    port_tier: list[str] = field(default_factory=list)
+    link_a: list[int] = field(default_factory=list)
+    link_b: list[int] = field(default_factory=list)
+    link_gbps: list[float] = field(default_factory=list)
+    link_tier: list[str] = field(default_factory=list)
+
+    def add_switch(self, tier: str, level: int, partition: int = SHARED) -> int:
+        """Add a network switch; returns its index."""
+        self.switch_tier.append(tier)
+        self.switch_level.append(level)
+        self.switch_partition.append(partition)
+        return len(self.switch_tier) - 1
+
+    def add_server(self, partition: int) -> int:
+        """Add a server to ``partition``; servers must be added partition by partition."""
+        if self.server_partition and partition < self.server_partition[-1]:
+            raise AssertionError("servers must be added in partition order")
+        self.server_partition.append(partition)
+        return len(self.server_partition) - 1
+
+    def add_port(self, server: int, switch: int, gbps: float, tier: str) -> None:
+        """Plug the next network port of ``server`` (added last) into ``switch``."""
+        if self.port_server and server < self.port_server[-1]:
+            raise AssertionError("ports must be added server by server")
+        self.port_server.append(server)
+        self.port_switch.append(switch)
+        self.port_gbps.append(gbps)
+        self.port_tier.append(tier)
+
+    def add_link(self, switch_a: int, switch_b: int, gbps: float, tier: str) -> None:
+        """Wire two switches together."""
+        self.link_a.append(switch_a)
+        self.link_b.append(switch_b)
+        self.link_gbps.append(gbps)
+        self.link_tier.append(tier)
+
+    def network_tiers(self) -> list[str]:
+        """Link tier names, lowest first: server ports, then switch links in level order."""
+        tiers: list[str] = []
+        for tier in self.port_tier:
+            if tier not in tiers:
+                tiers.append(tier)
+        level_of = {}
+        for a, b, tier in zip(self.link_a, self.link_b, self.link_tier, strict=True):
+            level_of.setdefault(tier, min(self.switch_level[a], self.switch_level[b]))
+        tiers.extend(sorted(level_of, key=lambda name: level_of[name]))
+        return tiers
+
+    def switch_tiers(self) -> list[str]:
+        """Switch tier names, lowest level first."""
+        level_of: dict[str, int] = {}
+        for tier, level in zip(self.switch_tier, self.switch_level, strict=True):
+            level_of.setdefault(tier, level)
+        return sorted(level_of, key=lambda name: level_of[name])
+
+    def partition_sizes(self) -> list[int]:
+        """Number of servers in each partition, in partition order."""
+        counts = np.bincount(np.asarray(self.server_partition, dtype=np.int64))
+        return [int(count) for count in counts]
+
+
+def require_positive(name: str, values: tuple[float, ...] | list[float]) -> None:
+    """Raise ValueError unless every bandwidth in ``values`` is a positive number."""
+    for value in values:
+        if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+            raise ValueError(f"{name} must be positive numbers (Gbps), got {list(values)}")
+
+
+def require_int(name: str, value: object, minimum: int) -> int:
+    """Raise ValueError unless ``value`` is an integer >= ``minimum``; returns it."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    return int(value)
