@@ -1,0 +1,1 @@
+"""Simulated GPU clusters: topologies, workloads, simulator, schedulers, RL environments."""

@@ -1,0 +1,1 @@
+"""torch / torch_geometric networks and RLlib RLModules of the schedulers."""

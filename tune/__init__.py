@@ -1,0 +1,1 @@
+"""Experiment configs to RLlib/Ray Tune runs with MLflow tracking."""

@@ -52,9 +52,7 @@ class BCubeSpec:
         if self.partition_level is not None:
             level = require_int("BCube partition_level", self.partition_level, 0)
             if level > self.k:
-                raise ValueError(
-                    f"BCube partition_level must be in [0, k={self.k}], got {level}"
-                )
+                raise ValueError(f"BCube partition_level must be in [0, k={self.k}], got {level}")
         if self.cubes_per_partition is not None:
             cubes = require_int("BCube cubes_per_partition", self.cubes_per_partition, 1)
             if self.num_subcubes % cubes:

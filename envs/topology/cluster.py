@@ -110,12 +110,12 @@ class Cluster:
                     group_socket_table[a, local_group] = s
                     group_gpus_table[a, local_group] = gpus
                     local_group += 1
-        socket_local = np.arange(len(self.socket_server)) - self.server_socket_offsets[
-            self.socket_server
-        ]
-        group_local = np.arange(len(self.group_server)) - self.server_group_offsets[
-            self.group_server
-        ]
+        socket_local = (
+            np.arange(len(self.socket_server)) - self.server_socket_offsets[self.socket_server]
+        )
+        group_local = (
+            np.arange(len(self.group_server)) - self.server_group_offsets[self.group_server]
+        )
         self.socket_cores = _frozen(cores_table[arch_of[self.socket_server], socket_local])
         group_arch = arch_of[self.group_server]
         self.group_socket = _frozen(
@@ -181,9 +181,7 @@ class Cluster:
                     [group_base + np.arange(self.num_gpu_groups), socket_base + self.group_socket],
                     axis=1,
                 ),
-                np.stack([socket_base + qpi_a_arr, socket_base + qpi_b_arr], axis=1).reshape(
-                    -1, 2
-                ),
+                np.stack([socket_base + qpi_a_arr, socket_base + qpi_b_arr], axis=1).reshape(-1, 2),
             ]
         )
         self.link_nodes = _frozen(nodes)
@@ -200,7 +198,8 @@ class Cluster:
         self.group_pcie_link = _frozen(self.num_network_links + np.arange(self.num_gpu_groups))
         first_qpi = self.num_network_links + self.num_gpu_groups
         self._qpi = {
-            (int(a), int(b)): first_qpi + i for i, (a, b) in enumerate(zip(qpi_a, qpi_b))
+            (int(a), int(b)): first_qpi + i
+            for i, (a, b) in enumerate(zip(qpi_a, qpi_b, strict=True))
         }
 
     # ------------------------------------------------------------------ sizes
@@ -370,9 +369,7 @@ class Cluster:
         )
 
 
-def assemble_cluster(
-    plan: NetworkPlan, server: str | ServerArchitecture, seed: int = 0
-) -> Cluster:
+def assemble_cluster(plan: NetworkPlan, server: str | ServerArchitecture, seed: int = 0) -> Cluster:
     """Fill every server of ``plan`` with an architecture (a preset, a mix or an object)."""
     rng = np.random.default_rng(seed)
     architectures, server_architecture = assign_servers(server, plan.partition_sizes(), rng)

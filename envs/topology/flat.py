@@ -27,9 +27,7 @@ class FlatSpec:
         if self.gpus_per_server is not None:
             require_int("flat gpus_per_server", self.gpus_per_server, 1)
             if self.server is not None:
-                raise ValueError(
-                    "flat cluster: give gpus_per_server or a server preset, not both"
-                )
+                raise ValueError("flat cluster: give gpus_per_server or a server preset, not both")
         require_positive("flat host_gbps", [self.host_gbps])
 
     @property

@@ -28,9 +28,7 @@ def make_spec(topology: str, **params: Any) -> TopologySpec:
     """Validated spec of ``topology`` from keyword parameters (unknown keys are refused)."""
     spec_class = TOPOLOGIES.get(topology)
     if spec_class is None:
-        raise ValueError(
-            f"unknown topology {topology!r}; known: {', '.join(sorted(TOPOLOGIES))}"
-        )
+        raise ValueError(f"unknown topology {topology!r}; known: {', '.join(sorted(TOPOLOGIES))}")
     allowed = [field.name for field in dataclasses.fields(spec_class)]
     unknown = sorted(set(params) - set(allowed))
     if unknown:

@@ -73,9 +73,7 @@ class Router:
         """Read-only array of the link indices from ``group_a`` to ``group_b``."""
         num_groups = self._cluster.num_gpu_groups
         if not (0 <= group_a < num_groups and 0 <= group_b < num_groups):
-            raise ValueError(
-                f"GPU groups ({group_a}, {group_b}) out of range [0, {num_groups})"
-            )
+            raise ValueError(f"GPU groups ({group_a}, {group_b}) out of range [0, {num_groups})")
         if group_a == group_b:
             return _EMPTY
         low, high = (group_a, group_b) if group_a < group_b else (group_b, group_a)
@@ -164,7 +162,7 @@ class Router:
             nxt: dict[int, list[tuple[int, ...]]] = defaultdict(list)
             for node in sorted(frontier):
                 for parent, link in self._up.get(node, ()):
-                    nxt[parent].extend(path + (link,) for path in frontier[node])
+                    nxt[parent].extend((*path, link) for path in frontier[node])
             if not nxt:
                 break
             heights.append(dict(nxt))

@@ -66,7 +66,9 @@ class ServerArchitecture:
                     f"{socket.gpu_groups} GPUs; every group needs at least 1 GPU"
                 )
         if self.num_gpus == 0:
-            raise ValueError(f"server architecture {self.name!r} has no GPU; a GPU server needs one")
+            raise ValueError(
+                f"server architecture {self.name!r} has no GPU; a GPU server needs one"
+            )
         for label, value in (("pcie_gbps", self.pcie_gbps), ("qpi_gbps", self.qpi_gbps)):
             if not value > 0:
                 raise ValueError(

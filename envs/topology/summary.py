@@ -74,7 +74,9 @@ def bisection_bandwidth_gbps(cluster: Cluster) -> float:
     half = num_servers // 2
     servers = num_switches + np.arange(num_servers)
     rows = np.concatenate([ends[:, 0], ends[:, 1], np.full(half, source), servers[half:]])
-    cols = np.concatenate([ends[:, 1], ends[:, 0], servers[:half], np.full(num_servers - half, sink)])
+    cols = np.concatenate(
+        [ends[:, 1], ends[:, 0], servers[:half], np.full(num_servers - half, sink)]
+    )
     caps = np.concatenate([capacity, capacity, np.full(num_servers, unlimited)])
     size = sink + 1
     graph = csr_matrix((caps.astype(np.int32), (rows, cols)), shape=(size, size))

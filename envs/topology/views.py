@@ -85,7 +85,8 @@ def inner_graph(
     node_map = np.full(cluster.num_nodes, -1, dtype=np.int64)
     if level == "device":
         sockets = np.arange(
-            cluster.server_socket_offsets[servers[0]], cluster.server_socket_offsets[servers[-1] + 1]
+            cluster.server_socket_offsets[servers[0]],
+            cluster.server_socket_offsets[servers[-1] + 1],
         )
         node_map[cluster.group_node(groups)] = np.arange(len(groups))
         node_map[cluster.socket_node(sockets)] = len(groups) + np.arange(len(sockets))
@@ -97,9 +98,12 @@ def inner_graph(
             cluster.group_server[groups] - servers[0]
         ]
         socket_range = np.arange(
-            cluster.server_socket_offsets[servers[0]], cluster.server_socket_offsets[servers[-1] + 1]
+            cluster.server_socket_offsets[servers[0]],
+            cluster.server_socket_offsets[servers[-1] + 1],
         )
-        node_map[cluster.socket_node(socket_range)] = cluster.socket_server[socket_range] - servers[0]
+        node_map[cluster.socket_node(socket_range)] = (
+            cluster.socket_server[socket_range] - servers[0]
+        )
         types = [VIEW_SERVER] * len(servers)
         refs = servers.tolist()
     first_switch_node = len(types)

@@ -1,0 +1,62 @@
+"""Server presets and per-partition mixes (001 §VI-A, §VI-C; 003 Table 1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs.topology import SERVER_PRESETS, ServerArchitecture, Socket, build_cluster
+
+
+def test_presets_match_the_papers() -> None:
+    power8 = SERVER_PRESETS["power8"]
+    assert (power8.num_sockets, power8.num_gpus, power8.num_cores) == (2, 4, 16)
+    assert (power8.pcie_gbps, power8.qpi_gbps) == (128.0, 300.0)
+    dgx1 = SERVER_PRESETS["dgx1"]
+    assert (dgx1.num_sockets, dgx1.num_gpus, dgx1.num_cores) == (2, 8, 32)
+    asymmetric = SERVER_PRESETS["asymmetric"]
+    assert [(s.cores, sum(s.gpu_groups)) for s in asymmetric.sockets] == [(16, 4), (8, 2)]
+    minsky = SERVER_PRESETS["minsky"]
+    assert (minsky.num_gpus, minsky.num_gpu_groups, minsky.num_sockets) == (4, 4, 2)
+
+
+def test_mixed_servers_follow_001_shares_in_every_partition() -> None:
+    cluster = build_cluster("fat-tree", k=20, server="mixed")
+    names = [a.name for a in cluster.architectures]
+    for p in range(cluster.num_partitions):
+        kinds = cluster.server_architecture[cluster.partition_servers(p)]
+        counts = {names[i]: int((kinds == i).sum()) for i in range(len(names))}
+        assert counts == {"single-socket": 20, "power8": 40, "dgx1": 40}
+    # 20 x (20*2 + 40*4 + 40*8) GPUs
+    assert cluster.num_gpus == 20 * (40 + 160 + 320)
+
+
+def test_mix_is_seeded() -> None:
+    first = build_cluster("fat-tree", k=4, server="mixed", seed=3).server_architecture
+    again = build_cluster("fat-tree", k=4, server="mixed", seed=3).server_architecture
+    other = [
+        build_cluster("fat-tree", k=8, server="mixed", seed=s).server_architecture for s in range(4)
+    ]
+    assert np.array_equal(first, again)
+    assert len({tuple(o.tolist()) for o in other}) > 1
+
+
+def test_custom_architecture_in_any_topology() -> None:
+    arch = ServerArchitecture("two-by-three", (Socket(12, (3,)), Socket(12, (1, 2))))
+    cluster = build_cluster("bcube", n=2, k=1, server=arch)
+    assert cluster.num_gpus == 4 * 6
+    assert cluster.num_gpu_groups == 4 * 3
+
+
+@pytest.mark.parametrize(
+    ("sockets", "message"),
+    [((), "at least one CPU socket"), ((Socket(0, (2,)),), "cores"), ((Socket(4, ()),), "no GPU")],
+)
+def test_bad_architectures_are_refused(sockets: tuple, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ServerArchitecture("bad", sockets)
+
+
+def test_bad_link_bandwidth_refused() -> None:
+    with pytest.raises(ValueError, match="pcie_gbps"):
+        ServerArchitecture("bad", (Socket(4, (1,)),), pcie_gbps=0)

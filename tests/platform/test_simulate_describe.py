@@ -1,0 +1,108 @@
+"""``platform/simulate.py describe`` end to end, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "platform" / "simulate.py"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--topology", "fat-tree", "--k", "20"],
+            {"servers": 2000, "gpus": 8000, "partitions": 20},
+        ),
+        (["--topology", "vl2", "--k", "20"], {"servers": 2000, "partitions": 20}),
+        (["--topology", "bcube", "--n", "6", "--k", "3"], {"servers": 1296, "partitions": 18}),
+        (
+            ["--topology", "racks", "--racks", "2,2,2,2"],
+            {"servers": 8, "gpus": 32, "partitions": 4},
+        ),
+        (["--topology", "flat", "--servers", "15", "--gpus", "8"], {"servers": 15, "gpus": 120}),
+        (["--topology", "fat-tree", "--k", "4", "--server", "dgx1"], {"gpus": 128}),
+    ],
+)
+def test_describe_json(args: list[str], expected: dict) -> None:
+    result = run("describe", *args, "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    for key in ("servers", "gpus", "cpu_sockets", "gpu_groups", "partitions"):
+        assert isinstance(summary[key], int)
+    for key in ("switches", "links"):
+        assert all(isinstance(v, int) for v in summary[key].values())
+    assert isinstance(summary["servers_per_partition"], list)
+    assert sum(summary["servers_per_partition"]) == summary["servers"]
+    assert summary["total_bandwidth_gbps"] > summary["bisection_bandwidth_gbps"] > 0
+    assert {key: summary[key] for key in expected} == expected
+
+
+def test_describe_table_for_people() -> None:
+    result = run("describe", "--topology", "fat-tree", "--k", "4")
+    assert result.returncode == 0
+    rows = {
+        label.strip(): value.strip()
+        for label, value in (line.split("  ", 1) for line in result.stdout.splitlines())
+    }
+    assert rows["servers"] == "16" and rows["GPUs"] == "64"
+    assert rows["partitions"] == "4 x 4 servers"
+    assert "switches: core" in result.stdout and "bisection bandwidth" in result.stdout
+    assert "80.0 Gbps" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--topology", "fat-tree", "--k", "5"], "even integer >= 2, got 5"),
+        (["--topology", "bcube", "--n", "1"], "BCube n must be an integer >= 2"),
+        (["--topology", "vl2", "--k", "10"], "multiple of 4"),
+        (["--topology", "racks", "--racks", "2,x"], "--racks takes machines per rack"),
+        (["--topology", "fat-tree", "--server", "cray"], "unknown server architecture 'cray'"),
+        (["--topology", "torus"], "invalid choice: 'torus'"),
+        (["--topology", "flat", "--k", "4"], "--k does not apply to flat"),
+    ],
+)
+def test_describe_errors_are_one_line_and_exit_2(args: list[str], fragment: str) -> None:
+    result = run("describe", *args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and fragment in result.stderr
+
+
+def test_describe_draws_a_png(tmp_path: Path) -> None:
+    target = tmp_path / "bcube.png"
+    result = run("describe", "--topology", "bcube", "--n", "4", "--k", "1", "--draw", str(target))
+    assert result.returncode == 0, result.stderr
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    refused = run("describe", "--topology", "fat-tree", "--k", "20", "--draw", str(target))
+    assert refused.returncode == 2 and "too many to draw" in refused.stderr
+
+
+def test_help_explains_every_option() -> None:
+    result = run("describe", "--help")
+    assert result.returncode == 0
+    for option in (
+        "--topology",
+        "--k",
+        "--n",
+        "--racks",
+        "--servers",
+        "--gpus",
+        "--server",
+        "--json",
+        "--draw",
+    ):
+        assert option in result.stdout
