@@ -1,0 +1,23 @@
+"""The cluster simulator: event-driven engine, performance model, metrics."""
+
+from envs.sim.engine import (
+    JobStatus,
+    PlacementError,
+    SimulationStalledError,
+    Simulator,
+    SimulatorConfig,
+)
+from envs.sim.interference import InterferenceCoefficients, fit_interference
+from envs.sim.timeline import Timeline, server_fragmentation
+
+__all__ = [
+    "InterferenceCoefficients",
+    "JobStatus",
+    "PlacementError",
+    "SimulationStalledError",
+    "Simulator",
+    "SimulatorConfig",
+    "Timeline",
+    "fit_interference",
+    "server_fragmentation",
+]

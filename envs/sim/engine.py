@@ -1,0 +1,679 @@
+"""The event-driven cluster simulator every policy and environment runs on.
+
+Time advances from event to event: job arrivals, job completions, and (optionally) the
+ticks of fixed scheduling intervals (001's 30-minute rounds). ``run_until_decision()``
+processes events until a decision is due -- in event mode whenever jobs wait after an
+arrival or completion, in interval mode at every tick with jobs waiting -- and a policy
+then calls :meth:`Simulator.place`, :meth:`Simulator.preempt` or :meth:`Simulator.resize`
+before running on. Equal times are processed in a fixed order (completions, then events
+in push order), so a run is deterministic.
+
+**Work.** A job's work is counted in mini-batches of one worker: ``epochs x
+iterations_per_epoch`` for progress-based jobs, ``duration / compute_time x workers`` for
+fixed-duration ones (so they last exactly ``duration`` when placed ideally). A running job
+with ``w`` workers completes ``w`` mini-batches per synchronous step, so work is conserved
+across preemption, resume and elastic resize. Its ideal duration is its work at ``w``
+requested workers with no interference and no communication time (003's ideal rows).
+
+**Speed.** One step takes ``(compute x (1 + S) + communication) x speed_factor`` seconds:
+S is the straggler's interference slowdown (:mod:`.interference`), communication the
+slowest exchanging pair's megabytes over its bottleneck bandwidth (:mod:`.communication`),
+where every link's bandwidth is shared equally by the jobs whose routes cross it (003:
+run-time BW = default BW / jobs on the link) and a pair on one GPU group talks at that
+group's PCIe bandwidth. ``speed_factor`` is a per-placement penalty a formulation may set
+(004's allocation-policy penalties, DeepRM's fixed lengths use 1). Contention sensitivity
+CS = step time alone on the same placement / step time now (000 eq. 1, as a ratio >= 1).
+
+**State.** Free GPUs per GPU group, free cores per socket, the job on every GPU, jobs per
+link, and a table of the running tasks and communicating pairs; all numpy arrays updated
+incrementally. Rates are recomputed for all running jobs at once, vectorized, only after
+the running set changes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+from envs.sim.communication import communication_pairs, megabytes_to_gigabits
+from envs.sim.events import ARRIVAL, TICK, EventQueue
+from envs.sim.interference import InterferenceCoefficients
+from envs.sim.running import PairRows, TaskRows
+from envs.sim.speed import communication_times, interference_slowdowns
+from envs.sim.timeline import Timeline, server_fragmentation
+from envs.topology import Cluster
+from envs.workload import InfeasibleJobError, Workload
+
+_RELATIVE_TIME_TOLERANCE = 1e-9
+
+
+class JobStatus(IntEnum):
+    """Where a job is in its life."""
+
+    FUTURE = 0
+    WAITING = 1
+    RUNNING = 2
+    FINISHED = 3
+
+
+# Plain ints for the hot path: comparing numpy arrays with IntEnum members is slow.
+_WAITING, _RUNNING, _FINISHED = (
+    int(JobStatus.WAITING),
+    int(JobStatus.RUNNING),
+    int(JobStatus.FINISHED),
+)
+
+
+class PlacementError(ValueError):
+    """A placement that the cluster cannot take (wrong job state, no room, bad groups)."""
+
+
+class SimulationStalledError(RuntimeError):
+    """Jobs wait, nothing runs and nothing will arrive: the policy placed nothing."""
+
+
+@dataclass(frozen=True)
+class SimulatorConfig:
+    """Settings of one simulation.
+
+    ``interval_s``: decide only at multiples of this many seconds (001: 1800), or ``None``
+    to decide after every arrival or completion. ``restart_cost_s``: seconds a resumed or
+    resized job makes no progress. ``horizon_s``: stop (truncate) at this time.
+    ``interference`` / ``communication``: switch either part of the speed model off.
+    """
+
+    interval_s: float | None = None
+    restart_cost_s: float = 0.0
+    horizon_s: float = math.inf
+    coefficients: InterferenceCoefficients = field(default_factory=InterferenceCoefficients)
+    interference: bool = True
+    communication: bool = True
+
+    def __post_init__(self) -> None:
+        if self.interval_s is not None and not self.interval_s > 0:
+            raise ValueError(f"interval_s must be > 0 seconds or None, got {self.interval_s}")
+        if not self.restart_cost_s >= 0:
+            raise ValueError(f"restart_cost_s must be >= 0 seconds, got {self.restart_cost_s}")
+        if not self.horizon_s > 0:
+            raise ValueError(f"horizon_s must be > 0 seconds, got {self.horizon_s}")
+
+
+class Simulator:
+    """Simulates ``workload`` on ``cluster``; see the module docstring.
+
+    Public read-only state (numpy arrays; do not modify): ``status[J]``, ``work_total[J]``,
+    ``work_done[J]`` (mini-batches), ``rate[J]`` (mini-batches/s, running jobs),
+    ``contention[J]`` (CS of running jobs), ``attained_gpu_seconds[J]``, ``first_start[J]``,
+    ``finish_time[J]``, ``run_time[J]``, ``preemptions[J]``, ``ideal_duration[J]``,
+    ``free_gpus[G]`` per GPU group, ``free_cores[C]`` per socket, ``gpu_job[U]`` (-1 free),
+    ``link_jobs[L]``; per job demands ``worker_gpus``, ``worker_cpus``, ``ps_gpus``,
+    ``ps_cpus``, ``num_workers``, ``num_ps``.
+    """
+
+    def __init__(
+        self, cluster: Cluster, workload: Workload, config: SimulatorConfig | None = None
+    ) -> None:
+        self.cluster = cluster
+        self.workload = workload
+        self.config = config or SimulatorConfig()
+        self.now = 0.0
+        num_jobs = len(workload)
+        catalog = workload.catalog
+        model = workload.model
+        self.compute_time = catalog.column("compute_time_s")[model].astype(np.float64)
+        self.gradient_mb = catalog.column("gradient_mb")[model].astype(np.float64)
+        self.cpu_use = catalog.column("cpu_cores")[model].astype(np.float64)
+        self.pcie_use = catalog.column("pcie_gb_s")[model].astype(np.float64)
+        self.collective = [catalog[int(m)].collective for m in model]
+        self.num_workers = workload.num_workers.copy()
+        self.num_ps = workload.num_ps.copy()
+        # Whole GPUs: a fractional request (PAI's 50%) still occupies a GPU here.
+        self.worker_gpus = np.ceil(workload.worker_demand[:, 0]).astype(np.int64)
+        self.worker_cpus = workload.worker_demand[:, 1].astype(np.float64)
+        self.ps_gpus = np.ceil(workload.ps_demand[:, 0]).astype(np.int64)
+        self.ps_cpus = workload.ps_demand[:, 1].astype(np.float64)
+        fixed = workload.is_fixed_duration
+        self.work_total = np.where(
+            fixed,
+            np.nan_to_num(workload.duration) / self.compute_time * self.num_workers,
+            workload.epochs * workload.iterations_per_epoch,
+        ).astype(np.float64)
+        self.ideal_duration = self.work_total * self.compute_time / self.num_workers
+        self._check_feasible()
+
+        self.status = np.full(num_jobs, JobStatus.FUTURE, dtype=np.int8)
+        self.work_done = np.zeros(num_jobs)
+        self._rate = np.zeros(num_jobs)
+        self._contention = np.ones(num_jobs)
+        self.speed_factor = np.ones(num_jobs)
+        self.stall_until = np.zeros(num_jobs)
+        self.attained_gpu_seconds = np.zeros(num_jobs)
+        self.cs_seconds = np.zeros(num_jobs)
+        self.run_time = np.zeros(num_jobs)
+        self.first_start = np.full(num_jobs, np.nan)
+        self.finish_time = np.full(num_jobs, np.nan)
+        self.preemptions = np.zeros(num_jobs, dtype=np.int64)
+        self.running_workers = np.zeros(num_jobs, dtype=np.int64)
+        self.running_gpus = np.zeros(num_jobs, dtype=np.int64)
+
+        self.free_gpus = cluster.group_gpus.astype(np.int64).copy()
+        self.free_cores = cluster.socket_cores.astype(np.float64).copy()
+        self.gpu_job = np.full(cluster.num_gpus, -1, dtype=np.int64)
+        self.link_jobs = np.zeros(cluster.num_links, dtype=np.int64)
+        # Cores of a socket's sibling sockets: the load they absorb before spilling over.
+        server_cores = np.add.reduceat(cluster.socket_cores, cluster.server_socket_offsets[:-1])
+        self._socket_other_cores = (
+            server_cores[cluster.socket_server] - cluster.socket_cores
+        ).astype(np.float64)
+        self._group_pcie_gbps = cluster.link_gbps[cluster.group_pcie_link]
+
+        self._socket_cpu = np.zeros(cluster.num_sockets)
+        self._server_cpu = np.zeros(cluster.num_servers)
+        self._group_pcie = np.zeros(cluster.num_gpu_groups)
+        # Who runs where: the jobs an event on a server or link can slow down or speed up.
+        self._server_members: list[set[int]] = [set() for _ in range(cluster.num_servers)]
+        self._link_members: list[set[int]] = [set() for _ in range(cluster.num_links)]
+        self._stale: set[int] = set()
+        self._running: np.ndarray | None = None
+        self._remaining: np.ndarray | None = None
+        self._remaining_at = -1.0
+        self._job_tasks: dict[int, _JobPlacement] = {}
+        self._waiting: list[int] = []
+        self._events = EventQueue()
+        for job, arrival in enumerate(workload.arrival_time):
+            self._events.push(float(arrival), ARRIVAL, job)
+        if self.config.interval_s is not None:
+            self._events.push(0.0, TICK)
+        self._finished_count = 0
+        self.timeline = Timeline()
+        self.decisions = 0
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def rate(self) -> np.ndarray:
+        """Mini-batches per second of every job (0 unless running), current."""
+        self._refresh()
+        return self._rate
+
+    @property
+    def contention(self) -> np.ndarray:
+        """Contention sensitivity CS >= 1 of every running job (1 otherwise), current."""
+        self._refresh()
+        return self._contention
+
+    @property
+    def num_jobs(self) -> int:
+        """Number of jobs in the workload."""
+        return len(self.status)
+
+    @property
+    def done(self) -> bool:
+        """True once every job finished or the horizon was reached."""
+        return self._finished_count == self.num_jobs or self.now >= self.config.horizon_s
+
+    def waiting_jobs(self) -> np.ndarray:
+        """Jobs waiting to be placed, in arrival order."""
+        return np.array(self._waiting, dtype=np.int64)
+
+    def running_jobs(self) -> np.ndarray:
+        """Jobs running now, by index (a cached read-only array)."""
+        if self._running is None:
+            self._running = np.flatnonzero(self.status == _RUNNING)
+            self._running.flags.writeable = False
+        return self._running
+
+    def remaining_time(self, jobs: np.ndarray | None = None) -> np.ndarray:
+        """Seconds left for jobs at their current speed (inf for jobs not running)."""
+        self._refresh()
+        if self._remaining is None or self._remaining_at != self.now:
+            self._remaining = np.full(self.num_jobs, np.inf)
+            ids = self.running_jobs()
+            stall = np.maximum(self.stall_until[ids] - self.now, 0.0)
+            left = self.work_total[ids] - self.work_done[ids]
+            self._remaining[ids] = stall + left / self._rate[ids]
+            self._remaining_at = self.now
+        return self._remaining.copy() if jobs is None else self._remaining[np.asarray(jobs)]
+
+    def expected_duration(self, jobs: np.ndarray) -> np.ndarray:
+        """Ideal seconds of remaining work at the requested worker count (SRTF, SJF)."""
+        jobs = np.asarray(jobs)
+        left = self.work_total[jobs] - self.work_done[jobs]
+        return left * self.compute_time[jobs] / self.num_workers[jobs]
+
+    def job_placement(self, job: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(task_groups, gpus)`` of a running job: one group per task, its GPU ids."""
+        record = self._job_tasks.get(job)
+        if record is None:
+            raise ValueError(f"job {job} is not running")
+        return record.task_group.copy(), record.gpus.copy()
+
+    def task_demands(
+        self, job: int, num_workers: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(gpus, cpus)`` per task of ``job``: workers first, then parameter servers."""
+        workers = int(self.num_workers[job] if num_workers is None else num_workers)
+        ps = int(self.num_ps[job])
+        gpus = np.concatenate(
+            [np.full(workers, self.worker_gpus[job]), np.full(ps, self.ps_gpus[job])]
+        )
+        cpus = np.concatenate(
+            [np.full(workers, self.worker_cpus[job]), np.full(ps, self.ps_cpus[job])]
+        )
+        return gpus.astype(np.int64), cpus
+
+    def fits(self, job: int, task_groups: np.ndarray) -> bool:
+        """Whether ``job`` could be placed on ``task_groups`` right now."""
+        try:
+            self._claim(job, np.asarray(task_groups, dtype=np.int64), None, dry_run=True)
+        except PlacementError:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ actions
+    def place(
+        self,
+        job: int,
+        task_groups: np.ndarray | list[int],
+        gpus: np.ndarray | list[int] | None = None,
+        speed_factor: float = 1.0,
+    ) -> None:
+        """Start (or resume) a waiting job with one GPU group per task.
+
+        ``task_groups`` lists the workers' groups then the parameter servers'; a
+        different number of workers than requested is an elastic placement (003). ``gpus``
+        optionally names the GPU ids, task by task (default: the lowest free GPUs of each
+        group). Raises :class:`PlacementError` when the job is not waiting or does not fit.
+        """
+        job = self._check_job(job)
+        if self.status[job] != JobStatus.WAITING:
+            state = JobStatus(int(self.status[job])).name.lower()
+            raise PlacementError(f"job {job} is {state}; only waiting jobs can be placed")
+        if not speed_factor > 0:
+            raise PlacementError(f"speed_factor must be > 0, got {speed_factor}")
+        groups = np.asarray(task_groups, dtype=np.int64)
+        chosen = None if gpus is None else np.asarray(gpus, dtype=np.int64)
+        record = self._claim(job, groups, chosen, dry_run=False)
+        self._waiting.remove(job)
+        self._start(job, record, speed_factor)
+
+    def preempt(self, job: int) -> None:
+        """Stop a running job and put it back in the queue; its work done is kept."""
+        job = self._check_job(job)
+        if self.status[job] != JobStatus.RUNNING:
+            raise PlacementError(f"job {job} is not running; only running jobs can be preempted")
+        self._release(job)
+        self.status[job] = _WAITING
+        self.preemptions[job] += 1
+        bisect.insort(self._waiting, job)
+
+    def resize(
+        self, job: int, task_groups: np.ndarray | list[int], gpus: np.ndarray | None = None
+    ) -> None:
+        """Move a running job to new task groups (possibly another worker count)."""
+        job = self._check_job(job)
+        factor = float(self.speed_factor[job])
+        self.preempt(job)
+        self.preemptions[job] -= 1  # a resize is not a preemption in the metrics
+        try:
+            self.place(job, task_groups, gpus, speed_factor=factor)
+        except PlacementError:
+            self.preemptions[job] += 1
+            raise
+
+    # ------------------------------------------------------------------ time
+    def run_until_decision(self) -> bool:
+        """Advance to the next decision point. Returns False once the simulation is over."""
+        interval_mode = self.config.interval_s is not None
+        while True:
+            completed = self._complete_due()
+            arrived, ticked = self._pop_due_events()
+            if self.done:
+                self._record()
+                return False
+            due = ticked if interval_mode else (arrived or completed)
+            if due and self._waiting:
+                self.decisions += 1
+                return True
+            step_to = self._next_time()
+            if step_to == math.inf:
+                raise SimulationStalledError(
+                    f"{len(self._waiting)} job(s) wait (first: job {self._waiting[0]}), "
+                    "nothing runs and nothing will arrive: the policy must place a job"
+                )
+            self._advance(min(step_to, self.config.horizon_s))
+
+    def run(self, policy: object) -> None:
+        """Run to the end, calling ``policy.schedule(self)`` at every decision point."""
+        schedule = policy.schedule  # type: ignore[attr-defined]
+        while self.run_until_decision():
+            schedule(self)
+
+    # ------------------------------------------------------------------ internals
+    def _check_job(self, job: int) -> int:
+        if not 0 <= int(job) < self.num_jobs:
+            raise PlacementError(f"job {job} out of range [0, {self.num_jobs})")
+        return int(job)
+
+    def _check_feasible(self) -> None:
+        cluster = self.cluster
+        biggest_group = int(cluster.group_gpus.max())
+        biggest_socket = float(cluster.socket_cores.max())
+        total_gpus = self.num_workers * self.worker_gpus + self.num_ps * self.ps_gpus
+        problems = [
+            (
+                total_gpus > cluster.num_gpus,
+                f"needs more GPUs than the cluster's {cluster.num_gpus}",
+            ),
+            (
+                np.maximum(self.worker_gpus, self.ps_gpus) > biggest_group,
+                f"has a task needing more GPUs than the largest GPU group ({biggest_group})",
+            ),
+            (
+                np.maximum(self.worker_cpus, self.ps_cpus) > biggest_socket,
+                f"has a task needing more cores than the largest socket ({biggest_socket:g})",
+            ),
+        ]
+        for mask, reason in problems:
+            if mask.any():
+                job = int(np.flatnonzero(mask)[0])
+                raise InfeasibleJobError(
+                    f"job {job} (workload row {int(self.workload.job_id[job])}) {reason}; "
+                    f"{int(mask.sum())} job(s) can never run on this cluster -- drop them "
+                    "(e.g. --drop-infeasible) or use a larger cluster",
+                    job,
+                    int(self.workload.job_id[job]),
+                )
+
+    def _claim(
+        self, job: int, groups: np.ndarray, gpus: np.ndarray | None, dry_run: bool
+    ) -> _JobPlacement:
+        cluster = self.cluster
+        workers = len(groups) - int(self.num_ps[job])
+        if groups.ndim != 1 or workers < 1:
+            raise PlacementError(
+                f"job {job} needs one GPU group per task: at least 1 worker and its "
+                f"{int(self.num_ps[job])} parameter server(s); got {len(groups)} groups"
+            )
+        if ((groups < 0) | (groups >= cluster.num_gpu_groups)).any():
+            raise PlacementError(f"GPU groups must lie in [0, {cluster.num_gpu_groups})")
+        task_gpus, task_cpus = self.task_demands(job, workers)
+        gpu_need = np.bincount(groups, weights=task_gpus, minlength=cluster.num_gpu_groups)
+        short = gpu_need > self.free_gpus
+        if short.any():
+            group = int(np.flatnonzero(short)[0])
+            raise PlacementError(
+                f"job {job}: GPU group {group} has {self.free_gpus[group]} free GPU(s), "
+                f"the placement needs {int(gpu_need[group])}"
+            )
+        sockets = cluster.group_socket[groups]
+        cpu_need = np.bincount(sockets, weights=task_cpus, minlength=cluster.num_sockets)
+        short = cpu_need > self.free_cores + 1e-9
+        if short.any():
+            socket = int(np.flatnonzero(short)[0])
+            raise PlacementError(
+                f"job {job}: socket {socket} has {self.free_cores[socket]:g} free core(s), "
+                f"the placement needs {cpu_need[socket]:g}"
+            )
+        if dry_run:
+            return _JobPlacement.empty()
+        chosen = self._choose_gpus(job, groups, task_gpus, gpus)
+        return _JobPlacement(groups, chosen, task_gpus, task_cpus, workers)
+
+    def _choose_gpus(
+        self, job: int, groups: np.ndarray, task_gpus: np.ndarray, gpus: np.ndarray | None
+    ) -> np.ndarray:
+        cluster = self.cluster
+        if gpus is not None:
+            expected_group = np.repeat(groups, task_gpus)
+            if len(gpus) != len(expected_group):
+                raise PlacementError(
+                    f"job {job}: {len(gpus)} GPU ids given, its tasks need {len(expected_group)}"
+                )
+            if ((gpus < 0) | (gpus >= cluster.num_gpus)).any() or len(set(gpus.tolist())) != len(
+                gpus
+            ):
+                raise PlacementError(
+                    f"job {job}: GPU ids must be distinct, in [0, {cluster.num_gpus})"
+                )
+            if (cluster.gpu_group[gpus] != expected_group).any() or (self.gpu_job[gpus] >= 0).any():
+                raise PlacementError(
+                    f"job {job}: every GPU id must be free and belong to its task's GPU group"
+                )
+            return gpus
+        chosen = []
+        taken: dict[int, int] = {}
+        for group, count in zip(groups.tolist(), task_gpus.tolist(), strict=True):
+            if count == 0:
+                continue
+            start, stop = cluster.group_gpu_offsets[group], cluster.group_gpu_offsets[group + 1]
+            free = start + np.flatnonzero(self.gpu_job[start:stop] < 0)
+            skip = taken.get(group, 0)
+            chosen.append(free[skip : skip + count])
+            taken[group] = skip + count
+        return np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
+
+    def _start(self, job: int, record: _JobPlacement, speed_factor: float) -> None:
+        cluster = self.cluster
+        np.subtract.at(self.free_gpus, record.task_group, record.task_gpus)
+        np.subtract.at(self.free_cores, cluster.group_socket[record.task_group], record.task_cpus)
+        self.gpu_job[record.gpus] = job
+        record.tasks = self._task_rows(job, record)
+        record.pairs = self._pair_rows(job, record)
+        record.links = np.unique(record.pairs.link)
+        record.servers = np.unique(record.tasks.server)
+        self._apply_load(record, +1)
+        for server in record.servers.tolist():
+            self._server_members[server].add(job)
+        for link in record.links.tolist():
+            self._link_members[link].add(job)
+        self._mark_neighbours(job, record)
+        self._job_tasks[job] = record
+        self.status[job] = _RUNNING
+        self._running = self._remaining = None
+        self.speed_factor[job] = speed_factor
+        self.running_workers[job] = record.workers
+        self.running_gpus[job] = int(record.task_gpus.sum())
+        if np.isnan(self.first_start[job]):
+            self.first_start[job] = self.now
+        else:
+            self.stall_until[job] = self.now + self.config.restart_cost_s
+
+    def _release(self, job: int) -> None:
+        record = self._job_tasks.pop(job)
+        cluster = self.cluster
+        np.add.at(self.free_gpus, record.task_group, record.task_gpus)
+        np.add.at(self.free_cores, cluster.group_socket[record.task_group], record.task_cpus)
+        self.gpu_job[record.gpus] = -1
+        self._apply_load(record, -1)
+        for server in record.servers.tolist():
+            self._server_members[server].discard(job)
+        for link in record.links.tolist():
+            self._link_members[link].discard(job)
+        self._mark_neighbours(job, record)
+        self._stale.discard(job)
+        self._running = self._remaining = None
+        self._rate[job] = 0.0
+        self.running_workers[job] = 0
+        self.running_gpus[job] = 0
+
+    def _apply_load(self, record: _JobPlacement, sign: int) -> None:
+        """Add (+1) or remove (-1) a job's tasks and traffic from the shared totals."""
+        tasks = record.tasks
+        np.add.at(self._socket_cpu, tasks.socket, sign * tasks.cpu)
+        np.add.at(self._server_cpu, tasks.server, sign * tasks.cpu)
+        np.add.at(self._group_pcie, tasks.group, sign * tasks.pcie)
+        self.link_jobs[record.links] += sign
+
+    def _mark_neighbours(self, job: int, record: _JobPlacement) -> None:
+        """The job and those sharing a server or link with it need their speed recomputed."""
+        stale = self._stale
+        stale.add(job)
+        for server in record.servers.tolist():
+            stale.update(self._server_members[server])
+        for link in record.links.tolist():
+            stale.update(self._link_members[link])
+
+    def _task_rows(self, job: int, record: _JobPlacement) -> TaskRows:
+        cluster = self.cluster
+        is_worker = np.arange(len(record.task_group)) < record.workers
+        return TaskRows.for_job(
+            job,
+            record.task_group,
+            cluster.group_socket[record.task_group],
+            cluster.group_server[record.task_group],
+            is_worker,
+            np.where(is_worker, self.cpu_use[job], record.task_cpus),
+            np.where(is_worker, self.pcie_use[job], 0.0),
+        )
+
+    def _pair_rows(self, job: int, record: _JobPlacement) -> PairRows:
+        """The job's communicating pairs with their routes (none if communication is off)."""
+        if not self.config.communication:
+            return PairRows.empty()
+        task_a, task_b, megabytes = communication_pairs(
+            self.collective[job],
+            record.workers,
+            int(self.num_ps[job]),
+            float(self.gradient_mb[job]),
+        )
+        groups_a, groups_b = record.task_group[task_a], record.task_group[task_b]
+        offsets, links = self.cluster.router.routes(groups_a, groups_b)
+        lengths = np.diff(offsets)
+        return PairRows(
+            job=np.full(len(task_a), job, dtype=np.int64),
+            gigabits=megabytes_to_gigabits(megabytes),
+            local_gbps=np.where(lengths == 0, self._group_pcie_gbps[groups_a], np.nan),
+            route_length=lengths,
+            link=links,
+            link_job=np.full(len(links), job, dtype=np.int64),
+        )
+
+    def _refresh(self) -> None:
+        """Recompute rate and contention of the jobs an event touched (vectorized)."""
+        if not self._stale:
+            return
+        jobs = sorted(self._stale)
+        self._stale.clear()
+        records = [self._job_tasks[job] for job in jobs]
+        affected = np.array(jobs, dtype=np.int64)
+        slowdown, comm, comm_alone = (np.zeros(self.num_jobs) for _ in range(3))
+        if self.config.interference:
+            ids, values = interference_slowdowns(
+                TaskRows.concat([record.tasks for record in records]),
+                self._socket_cpu,
+                self._server_cpu,
+                self._group_pcie,
+                self._socket_other_cores,
+                self.config.coefficients,
+            )
+            slowdown[ids] = values
+        ids, now, alone = communication_times(
+            PairRows.concat([record.pairs for record in records]),
+            self.cluster.link_gbps,
+            self.link_jobs,
+        )
+        comm[ids], comm_alone[ids] = now, alone
+        self._remaining = None
+        compute = self.compute_time[affected]
+        factor = self.speed_factor[affected]
+        step = (compute * (1.0 + slowdown[affected]) + comm[affected]) * factor
+        alone_step = (compute + comm_alone[affected]) * factor
+        self._rate[affected] = self.running_workers[affected] / step
+        self._contention[affected] = step / alone_step
+
+    def _next_time(self) -> float:
+        """Time of the next completion or event."""
+        self._refresh()
+        next_completion = math.inf
+        running = self.running_jobs()
+        if len(running):
+            next_completion = float(self.remaining_time(running).min()) + self.now
+        return min(next_completion, self._events.peek_time())
+
+    def _advance(self, time: float) -> None:
+        """Move the clock to ``time``, accruing progress and integrals."""
+        elapsed = time - self.now
+        if elapsed <= 0:
+            return
+        self._record()  # the state at `now` holds until `time`
+        running = self.running_jobs()
+        if len(running):
+            start = np.maximum(self.stall_until[running], self.now)
+            active = np.clip(time - start, 0.0, elapsed)
+            self.work_done[running] += self._rate[running] * active
+            self.run_time[running] += elapsed
+            self.attained_gpu_seconds[running] += self.running_gpus[running] * elapsed
+            self.cs_seconds[running] += self._contention[running] * elapsed
+        self.now = time
+        self._remaining = None
+
+    def _complete_due(self) -> bool:
+        running = self.running_jobs()
+        if not len(running):
+            return False
+        tolerance = _RELATIVE_TIME_TOLERANCE * max(1.0, self.now)
+        due = running[self.remaining_time(running) <= tolerance]
+        for job in due.tolist():
+            self.work_done[job] = self.work_total[job]
+            self._release(job)
+            self.status[job] = _FINISHED
+            self.finish_time[job] = self.now
+            self._finished_count += 1
+        return bool(len(due))
+
+    def _pop_due_events(self) -> tuple[bool, bool]:
+        arrived = ticked = False
+        while self._events.peek_time() <= self.now:
+            event = self._events.pop()
+            if event.kind == ARRIVAL:
+                self.status[event.payload] = _WAITING
+                bisect.insort(self._waiting, event.payload)
+                arrived = True
+            elif event.kind == TICK:
+                ticked = True
+                if self._finished_count < self.num_jobs:
+                    assert self.config.interval_s is not None
+                    self._events.push(self.now + self.config.interval_s, TICK)
+        return arrived, ticked
+
+    def _record(self) -> None:
+        self._refresh()
+        running = self.running_jobs()
+        busy = self.gpu_job >= 0
+        gpu_remaining = np.zeros(self.cluster.num_gpus)
+        if busy.any():
+            gpu_remaining[busy] = np.minimum(self.remaining_time(self.gpu_job[busy]), 1e12)
+        self.timeline.record(
+            self.now,
+            (
+                int(self.running_gpus.sum()),
+                len(self._waiting),
+                len(running),
+                server_fragmentation(self.cluster, gpu_remaining),
+                float(self._contention[running].mean()) if len(running) else 1.0,
+            ),
+        )
+
+
+@dataclass
+class _JobPlacement:
+    """Where one running job's tasks are."""
+
+    task_group: np.ndarray
+    gpus: np.ndarray
+    task_gpus: np.ndarray
+    task_cpus: np.ndarray
+    workers: int
+    links: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    servers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    tasks: TaskRows = field(default_factory=TaskRows.empty)
+    pairs: PairRows = field(default_factory=PairRows.empty)
+
+    @staticmethod
+    def empty() -> _JobPlacement:
+        none = np.zeros(0, np.int64)
+        return _JobPlacement(none, none, none, np.zeros(0), 0)

@@ -1,0 +1,43 @@
+"""The simulator's event heap: time-ordered, ties broken by insertion order (deterministic)."""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+ARRIVAL, TICK = 0, 1
+EVENT_KIND_NAMES = ("arrival", "tick")
+
+
+@dataclass(order=True)
+class Event:
+    """One scheduled event; ``payload`` is the job index for arrivals."""
+
+    time: float
+    sequence: int
+    kind: int = field(compare=False)
+    payload: int = field(compare=False, default=-1)
+
+
+class EventQueue:
+    """A min-heap of events with a sequence number so equal times pop in push order."""
+
+    def __init__(self) -> None:
+        self._heap: list[Event] = []
+        self._sequence = 0
+
+    def push(self, time: float, kind: int, payload: int = -1) -> None:
+        """Schedule an event."""
+        heapq.heappush(self._heap, Event(time, self._sequence, kind, payload))
+        self._sequence += 1
+
+    def peek_time(self) -> float:
+        """Time of the next event, ``inf`` when empty."""
+        return self._heap[0].time if self._heap else float("inf")
+
+    def pop(self) -> Event:
+        """Remove and return the next event."""
+        return heapq.heappop(self._heap)
+
+    def __len__(self) -> int:
+        return len(self._heap)

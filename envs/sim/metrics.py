@@ -1,0 +1,164 @@
+"""What a simulation run produced: per-job records, the cluster timeline, and the metrics.
+
+Metric names (all times in seconds; computed over finished jobs unless noted):
+
+=========================  ================================================================
+avg_jct, median_jct,       job completion time, finish - arrival
+p90_jct, p99_jct
+makespan                   last finish - first arrival
+avg_wait                   time not running before finishing: JCT - run time (queueing,
+                           preempted time)
+avg_slowdown               JCT / ideal duration (interference- and communication-free,
+                           requested workers)
+avg_ntat                   normalized turnaround time, JCT / service (run) time (004 §4.1)
+execution_effectiveness    mean of T_ideal / (T_wait + T_actual) (002 eq. 2)
+gpu_utilization            busy GPUs / all GPUs, time-weighted over [0, end]
+fragmentation              002 eq. 1 averaged over servers, time-weighted over [0, end]
+avg_contention,            per job: time-averaged contention sensitivity CS (000 eq. 1);
+p90_contention             mean and 90th percentile over jobs
+avg_queue_length,          waiting jobs, time-weighted mean and maximum
+max_queue_length
+jobs_finished, jobs_total  counts; preemptions: total preemptions
+=========================  ================================================================
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from envs.sim.engine import Simulator
+
+JOB_FIELDS = (
+    "arrival",
+    "first_start",
+    "finish",
+    "ideal_duration",
+    "run_time",
+    "gpus",
+    "contention",
+    "preemptions",
+)
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """Per-job arrays (``JOB_FIELDS``; NaN finish for unfinished jobs), the timeline arrays
+    (``time``, ``busy_gpus``, ``queue_length``, ``running``, ``fragmentation``,
+    ``mean_contention``), the cluster's GPU count and the time the run ended."""
+
+    policy: str
+    jobs: dict[str, np.ndarray]
+    timeline: dict[str, np.ndarray]
+    total_gpus: int
+    end_time: float
+
+    @staticmethod
+    def from_simulator(sim: Simulator, policy: str) -> SimulationResult:
+        """Collect a finished (or truncated) simulation."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            contention = np.where(sim.run_time > 0, sim.cs_seconds / sim.run_time, np.nan)
+        jobs = {
+            "arrival": sim.workload.arrival_time.copy(),
+            "first_start": sim.first_start.copy(),
+            "finish": sim.finish_time.copy(),
+            "ideal_duration": sim.ideal_duration.copy(),
+            "run_time": sim.run_time.copy(),
+            "gpus": (sim.num_workers * sim.worker_gpus + sim.num_ps * sim.ps_gpus).astype(float),
+            "contention": contention,
+            "preemptions": sim.preemptions.astype(float),
+        }
+        return SimulationResult(
+            policy, jobs, sim.timeline.arrays(), sim.cluster.num_gpus, float(sim.now)
+        )
+
+    def metrics(self) -> dict[str, float | int]:
+        """The metrics of the module docstring, as plain floats and ints."""
+        jobs = self.jobs
+        finished = np.isfinite(jobs["finish"])
+        jct = (jobs["finish"] - jobs["arrival"])[finished]
+        run_time = jobs["run_time"][finished]
+        ideal = jobs["ideal_duration"][finished]
+        contention = jobs["contention"][finished]
+        timeline = self.timeline
+        weights = np.diff(np.append(timeline["time"], self.end_time))
+
+        def weighted(values: np.ndarray) -> float:
+            total = weights.sum()
+            return float((values * weights).sum() / total) if total > 0 else 0.0
+
+        def stat(values: np.ndarray, function: Any) -> float:
+            return float(function(values)) if len(values) else float("nan")
+
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return {
+                "jobs_total": len(finished),
+                "jobs_finished": int(finished.sum()),
+                "avg_jct": stat(jct, np.mean),
+                "median_jct": stat(jct, np.median),
+                "p90_jct": stat(jct, lambda v: np.percentile(v, 90)),
+                "p99_jct": stat(jct, lambda v: np.percentile(v, 99)),
+                "makespan": stat(jobs["finish"][finished], np.max) - float(jobs["arrival"].min())
+                if finished.any()
+                else float("nan"),
+                "avg_wait": stat(jct - run_time, np.mean),
+                "avg_slowdown": stat(jct / ideal, np.mean),
+                "avg_ntat": stat(jct / run_time, np.mean),
+                "execution_effectiveness": stat(ideal / jct, np.mean),
+                "gpu_utilization": weighted(timeline["busy_gpus"]) / self.total_gpus,
+                "fragmentation": weighted(timeline["fragmentation"]),
+                "avg_contention": stat(contention, np.mean),
+                "p90_contention": stat(contention, lambda v: np.percentile(v, 90)),
+                "avg_queue_length": weighted(timeline["queue_length"]),
+                "max_queue_length": int(timeline["queue_length"].max())
+                if len(timeline["queue_length"])
+                else 0,
+                "preemptions": int(jobs["preemptions"].sum()),
+            }
+
+    def to_json(self) -> dict[str, Any]:
+        """Metrics and the per-job records as a JSON-able dict (NaN as null)."""
+        return {
+            "policy": self.policy,
+            "metrics": _json_safe(self.metrics()),
+            "jobs": {name: _json_safe(values.tolist()) for name, values in self.jobs.items()},
+        }
+
+    def write_json(self, path: Path) -> None:
+        """Write :meth:`to_json` to ``path``."""
+        Path(path).write_text(json.dumps(self.to_json()))
+
+    def write_jobs_csv(self, path: Path) -> None:
+        """One row per job: index, the job fields and its JCT."""
+        with Path(path).open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["job", *JOB_FIELDS, "jct"])
+            jct = self.jobs["finish"] - self.jobs["arrival"]
+            for job in range(len(jct)):
+                writer.writerow(
+                    [
+                        job,
+                        *(_csv_value(self.jobs[name][job]) for name in JOB_FIELDS),
+                        _csv_value(jct[job]),
+                    ]
+                )
+
+
+def _csv_value(value: float) -> str:
+    return "" if not np.isfinite(value) else repr(float(value))
+
+
+def _json_safe(value: Any) -> Any:
+    """Replace NaN/inf (not valid JSON) by None, recursively."""
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(item) for item in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value

@@ -1,0 +1,53 @@
+"""The cluster's state over time, one sample per change, for time-weighted metrics."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from envs.topology import Cluster
+
+TIMELINE_FIELDS = ("busy_gpus", "queue_length", "running", "fragmentation", "mean_contention")
+
+
+class Timeline:
+    """Piecewise-constant samples: the values at ``time[i]`` hold until ``time[i+1]``."""
+
+    def __init__(self) -> None:
+        self.time: list[float] = []
+        self.busy_gpus: list[int] = []
+        self.queue_length: list[int] = []
+        self.running: list[int] = []
+        self.fragmentation: list[float] = []
+        self.mean_contention: list[float] = []
+
+    def record(self, time: float, values: tuple[int, int, int, float, float]) -> None:
+        """Append a sample, or overwrite the last one if it has the same time."""
+        if self.time and self.time[-1] == time:
+            for name, value in zip(TIMELINE_FIELDS, values, strict=True):
+                getattr(self, name)[-1] = value
+            return
+        self.time.append(time)
+        for name, value in zip(TIMELINE_FIELDS, values, strict=True):
+            getattr(self, name).append(value)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The samples as numpy arrays, ``time`` included."""
+        return {name: np.asarray(getattr(self, name)) for name in ("time", *TIMELINE_FIELDS)}
+
+
+def server_fragmentation(cluster: Cluster, gpu_remaining: np.ndarray) -> float:
+    """Mean over servers of 002's eq. 1 on the GPUs' remaining times.
+
+    frag = 1 - (sum x_i)^2 / (n sum x_i^2), x_i the remaining time of GPU i (0 when free),
+    n the server's GPUs; an idle server counts 0. Higher when remaining times are diverse.
+    """
+    if not gpu_remaining.any():
+        return 0.0
+    first_gpu = cluster.group_gpu_offsets[cluster.server_group_offsets[:-1]]
+    total = np.add.reduceat(gpu_remaining, first_gpu)
+    squares = np.add.reduceat(gpu_remaining**2, first_gpu)
+    counts = np.diff(np.append(first_gpu, cluster.num_gpus))
+    busy = squares > 0
+    frag = np.zeros(len(total))
+    frag[busy] = 1.0 - total[busy] ** 2 / (counts[busy] * squares[busy])
+    return float(frag.mean())
