@@ -1,0 +1,1 @@
+"""Parts of the per-pod multi-agent environment: config, layout, decisions, observations."""

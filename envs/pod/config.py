@@ -1,0 +1,94 @@
+"""The configuration of the per-pod multi-agent environment (``pod_scheduling_v0``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+REWARD_KINDS = ("progress", "jct", "contention")
+GRAPH_LEVELS = ("device", "server")
+OTHER_PARTITION_VIEWS = ("summary", "full")
+HOME_RULES = ("uniform", "partition")
+
+
+@dataclass(frozen=True)
+class PodSchedulingConfig:
+    """Everything that defines one ``pod_scheduling_v0`` environment.
+
+    Cluster: ``topology`` and ``topology_params`` (e.g. ``{"k": 4}``) with ``server``.
+    Jobs: ``workload`` generator with ``workload_params`` and ``num_jobs`` per episode, or
+    ``trace`` (a file; ``trace_format``, ``trace_params`` as for ``simulate.py run``,
+    ``num_jobs`` keeping the first jobs). ``interval_s``: the scheduling interval (001:
+    30 minutes). ``max_jobs``: N, the concurrent jobs each scheduler sees. ``forward_limit``:
+    forwards per task. ``level``: action targets are GPU groups ("device") or servers.
+    ``reward``: "progress" (001), "jct" (minus jobs in the system per interval) or
+    "contention" (000: -W1 * CS + W2 * utilization, ``contention_weight`` = W1).
+    ``illegal_action_penalty``: reward lost for a masked-out action (which does nothing).
+    ``horizon_intervals``: truncation. ``others``: what an agent sees of the other
+    partitions ("summary" per partition, or "full" inner-graph features). ``home``: jobs
+    arrive at a uniformly random scheduler or at the workload's partition.
+    """
+
+    topology: str = "fat-tree"
+    topology_params: dict[str, Any] = field(default_factory=lambda: {"k": 4})
+    server: str = "power8"
+    workload: str = "poisson"
+    workload_params: dict[str, Any] = field(default_factory=dict)
+    num_jobs: int = 40
+    trace: str | None = None
+    trace_format: str = "philly"
+    trace_params: dict[str, Any] = field(default_factory=dict)
+    interval_s: float = 1800.0
+    max_jobs: int = 8
+    forward_limit: int = 2
+    level: str = "device"
+    fuse_top_switches: bool = True
+    reward: str = "progress"
+    contention_weight: float = 0.5
+    illegal_action_penalty: float = 0.05
+    horizon_intervals: int = 400
+    others: str = "summary"
+    home: str = "uniform"
+    interference: bool = True
+    communication: bool = True
+
+    def __post_init__(self) -> None:
+        choices = {
+            "reward": (self.reward, REWARD_KINDS),
+            "level": (self.level, GRAPH_LEVELS),
+            "others": (self.others, OTHER_PARTITION_VIEWS),
+            "home": (self.home, HOME_RULES),
+        }
+        for name, (value, allowed) in choices.items():
+            if value not in allowed:
+                raise ValueError(f"{name}={value!r}; allowed: {', '.join(allowed)}")
+        positive_ints = {
+            "num_jobs": self.num_jobs,
+            "max_jobs": self.max_jobs,
+            "horizon_intervals": self.horizon_intervals,
+        }
+        for name, value in positive_ints.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if isinstance(self.forward_limit, bool) or not isinstance(self.forward_limit, int):
+            raise ValueError(f"forward_limit must be an integer >= 0, got {self.forward_limit!r}")
+        if self.forward_limit < 0:
+            raise ValueError(f"forward_limit must be an integer >= 0, got {self.forward_limit}")
+        if not (isinstance(self.interval_s, int | float) and math.isfinite(self.interval_s)):
+            raise ValueError(
+                f"interval_s must be a positive number of seconds, got {self.interval_s!r}"
+            )
+        if self.interval_s <= 0:
+            raise ValueError(
+                f"interval_s must be a positive number of seconds, got {self.interval_s}"
+            )
+        if not 0.0 <= self.contention_weight <= 1.0:
+            raise ValueError(
+                "contention_weight (W1) must lie in [0, 1] (W2 = 1 - W1), "
+                f"got {self.contention_weight}"
+            )
+        if self.illegal_action_penalty < 0:
+            raise ValueError(
+                f"illegal_action_penalty must be >= 0, got {self.illegal_action_penalty}"
+            )

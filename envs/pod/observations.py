@@ -1,0 +1,353 @@
+"""Observations of ``pod_scheduling_v0`` (001 §IV-A), fixed-shape for RLlib.
+
+Per agent (N = ``max_jobs``, L = 2 resource types GPU/CPU, Y = models in the catalog,
+n/e = the largest partition's nodes/edges, P = schedulers, A = actions):
+
+======================  ==============  ====================================================
+key                     shape           content
+======================  ==============  ====================================================
+node_features           [n, L + 2N]     GPU-group (or server) nodes: c = free GPUs and cores
+                                        (fractions of the largest group/socket), d = workers
+                                        and PSs of each of the N jobs on the node; 0 elsewhere
+node_type               [n, 5]          one-hot gpu_group/socket/switch/server/scheduler
+node_mask               [n]             int8, 1 for real nodes
+edge_index              [2, e]          int64, both directions; padding points at node 0
+edge_attr               [e, 3]          bandwidth / max, jobs on the link (mean), tier / max
+edge_mask               [e]             int8
+jobs_model              [N, Y]          x: one-hot model of each concurrent job
+jobs_demand             [N, 2(1+L)]     r: workers, worker demand, PSs, PS demand
+task                    [1+Y+2(1+L)]    p: is-PS flag, model one-hot, the job's demands
+schedulers              [V, 6]          inter-scheduler nodes (P schedulers, then shared
+                                        switches): free GPU and core fraction, queue and
+                                        running jobs / N, mean network link load, has a task
+inter_node_type         [V, 5]          one-hot as node_type
+inter_edge_index        [2, E']         the inter-scheduler graph, aggregate links
+inter_edge_attr         [E', 3]         as edge_attr
+inter_edge_mask         [E']            int8
+self                    [P]             one-hot: which scheduler node is this agent
+forward_targets         [P-1]           int64: scheduler node of each forward action
+action_mask             [A]             int8 (PettingZoo's test requires int8)
+partitions              [P, n, L + 2N]  only with others="full": every partition's
+                                        node_features (same padding)
+======================  ==============  ====================================================
+
+The concurrent jobs of a scheduler are the jobs in its queue (head first: slot 0 is the
+job being placed) and then the running jobs with tasks in its partition, by index.
+Demands are GPUs over the largest group and cores over the largest socket; task counts
+over 8 (001's jobs have at most 4 workers and 4 PSs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from envs.pod.config import PodSchedulingConfig
+from envs.pod.decisions import DecisionRound, JobInProgress
+from envs.pod.layout import ClusterLayout, PartitionLayout
+from envs.sim import JobStatus, Simulator
+from envs.topology.views import VIEW_NODE_TYPES
+
+NUM_RESOURCES = 2
+SUMMARY_FEATURES = 6
+TASK_COUNT_SCALE = 8.0
+
+
+class ObservationBuilder:
+    """Builds the spaces once and each agent's observation per step."""
+
+    def __init__(self, layout: ClusterLayout, config: PodSchedulingConfig, num_models: int) -> None:
+        self.layout = layout
+        self.config = config
+        self.num_models = num_models
+        cluster = layout.cluster
+        self.num_agents = cluster.num_partitions
+        self.num_actions = layout.max_targets + (self.num_agents - 1) + 1
+        self.gpu_scale = float(cluster.group_gpus.max())
+        self.core_scale = float(cluster.socket_cores.max())
+        if layout.level == "server":
+            self.gpu_scale = float(
+                np.add.reduceat(cluster.group_gpus, cluster.server_group_offsets[:-1]).max()
+            )
+            self.core_scale = float(
+                np.add.reduceat(cluster.socket_cores, cluster.server_socket_offsets[:-1]).max()
+            )
+        self.node_feature_size = NUM_RESOURCES + 2 * config.max_jobs
+        self.demand_size = 2 * (1 + NUM_RESOURCES)
+        groups = np.arange(cluster.num_gpu_groups)
+        self.group_partition = cluster.server_partition[cluster.group_server[groups]]
+        self.group_target = np.zeros(cluster.num_gpu_groups, dtype=np.int64)
+        for part in layout.partitions:
+            self.group_target[part.groups] = part.group_target
+        self.forward_targets = [
+            np.array([k for k in range(self.num_agents) if k != agent], dtype=np.int64)
+            for agent in range(self.num_agents)
+        ]
+        network = np.arange(cluster.num_network_links)
+        ends = cluster.link_nodes[network]
+        self.partition_links = [
+            network[np.isin(ends, self._partition_nodes(p)).any(axis=1)]
+            for p in range(self.num_agents)
+        ]
+        self.space = self._build_space()
+
+    # ------------------------------------------------------------------ spaces
+    def _build_space(self) -> spaces.Dict:
+        layout, n_jobs = self.layout, self.config.max_jobs
+        n, e = layout.max_nodes, layout.max_edges
+        inter = layout.inter
+        types = len(VIEW_NODE_TYPES)
+        unit = {"low": 0.0, "high": 1.0, "dtype": np.float32}
+        unbounded = {"low": 0.0, "high": np.inf, "dtype": np.float32}
+        entries: dict[str, spaces.Space] = {
+            "node_features": spaces.Box(shape=(n, self.node_feature_size), **unbounded),
+            "node_type": spaces.Box(shape=(n, types), **unit),
+            "node_mask": spaces.Box(0, 1, (n,), np.int8),
+            "edge_index": spaces.Box(0, n - 1, (2, e), np.int64),
+            "edge_attr": spaces.Box(shape=(e, 3), **unbounded),
+            "edge_mask": spaces.Box(0, 1, (e,), np.int8),
+            "jobs_model": spaces.Box(shape=(n_jobs, self.num_models), **unit),
+            "jobs_demand": spaces.Box(shape=(n_jobs, self.demand_size), **unbounded),
+            "task": spaces.Box(shape=(1 + self.num_models + self.demand_size,), **unbounded),
+            "schedulers": spaces.Box(shape=(inter.view.num_nodes, SUMMARY_FEATURES), **unbounded),
+            "inter_node_type": spaces.Box(shape=(inter.view.num_nodes, types), **unit),
+            "inter_edge_index": spaces.Box(
+                0, max(inter.view.num_nodes - 1, 0), inter.edge_index.shape, np.int64
+            ),
+            "inter_edge_attr": spaces.Box(shape=(inter.edge_index.shape[1], 3), **unbounded),
+            "inter_edge_mask": spaces.Box(0, 1, (inter.edge_index.shape[1],), np.int8),
+            "self": spaces.Box(shape=(self.num_agents,), **unit),
+            "forward_targets": spaces.Box(
+                0, max(self.num_agents - 1, 0), (self.num_agents - 1,), np.int64
+            ),
+            "action_mask": spaces.Box(0, 1, (self.num_actions,), np.int8),
+        }
+        if self.config.others == "full":
+            entries["partitions"] = spaces.Box(
+                shape=(self.num_agents, n, self.node_feature_size), **unbounded
+            )
+        return spaces.Dict(entries)
+
+    # ------------------------------------------------------------------ per step
+    def observe(
+        self,
+        agent: int,
+        sim: Simulator,
+        round_: DecisionRound | None,
+        running_in: list[set[int]],
+        forward_limit: int,
+    ) -> dict[str, np.ndarray]:
+        """Agent ``agent``'s observation now (``round_`` None between rounds)."""
+        part = self.layout.partitions[agent]
+        graph = part.graph
+        head = round_.head(agent) if round_ is not None else None
+        slots = self._job_slots(agent, round_, running_in)
+        free_gpus = round_.free_gpus() if round_ is not None else sim.free_gpus
+        free_cores = round_.free_cores() if round_ is not None else sim.free_cores
+        features = self._node_features(part, sim, slots, free_gpus, free_cores)
+        load = graph.edge_load(sim.link_jobs, self.layout.max_edges)
+        inter = self.layout.inter
+        observation = {
+            "node_features": features,
+            "node_type": graph.node_type_one_hot,
+            "node_mask": graph.node_mask,
+            "edge_index": graph.edge_index,
+            "edge_attr": np.column_stack(
+                [graph.edge_attr_static[:, 0], load, graph.edge_attr_static[:, 1]]
+            ),
+            "edge_mask": graph.edge_mask,
+            "jobs_model": self._jobs_model(sim, slots),
+            "jobs_demand": self._jobs_demand(sim, slots),
+            "task": self._task(sim, head),
+            "schedulers": self._summaries(sim, round_, running_in, free_gpus, free_cores),
+            "inter_node_type": inter.node_type_one_hot,
+            "inter_edge_index": inter.edge_index,
+            "inter_edge_attr": np.column_stack(
+                [
+                    inter.edge_attr_static[:, 0],
+                    inter.edge_load(sim.link_jobs, inter.edge_index.shape[1]),
+                    inter.edge_attr_static[:, 1],
+                ]
+            ),
+            "inter_edge_mask": inter.edge_mask,
+            "self": np.eye(self.num_agents, dtype=np.float32)[agent],
+            "forward_targets": self.forward_targets[agent],
+            "action_mask": self.action_mask(agent, round_, forward_limit),
+        }
+        if self.config.others == "full":
+            observation["partitions"] = np.stack(
+                [
+                    features
+                    if other == agent
+                    else self._node_features(
+                        self.layout.partitions[other],
+                        sim,
+                        self._job_slots(other, round_, running_in),
+                        free_gpus,
+                        free_cores,
+                    )
+                    for other in range(self.num_agents)
+                ]
+            )
+        return observation
+
+    def action_mask(
+        self, agent: int, round_: DecisionRound | None, forward_limit: int
+    ) -> np.ndarray:
+        """Valid actions: targets with room for the task, useful forwards, and waiting."""
+        mask = np.zeros(self.num_actions, dtype=np.int8)
+        mask[-1] = 1  # wait (send the job back to the queue) / nothing to do
+        head = round_.head(agent) if round_ is not None else None
+        if head is None:
+            return mask
+        part = self.layout.partitions[agent]
+        mask[: len(part.targets)] = self.target_fits(part, round_, head)
+        if head.forwards < forward_limit:
+            for index, other in enumerate(self.forward_targets[agent].tolist()):
+                other_part = self.layout.partitions[other]
+                if round_.fitting_groups(head, other_part.groups).any():
+                    mask[self.layout.max_targets + index] = 1
+        return mask
+
+    def target_fits(
+        self, part: PartitionLayout, round_: DecisionRound, head: JobInProgress
+    ) -> np.ndarray:
+        """Per target of ``part``: can it take the head job's next task now."""
+        fits = round_.fitting_groups(head, part.groups)
+        if self.layout.level == "device":
+            return fits.astype(np.int8)
+        per_target = np.zeros(len(part.targets), dtype=np.int8)
+        np.maximum.at(per_target, part.group_target, fits.astype(np.int8))
+        return per_target
+
+    # ------------------------------------------------------------------ pieces
+    def _job_slots(
+        self, agent: int, round_: DecisionRound | None, running_in: list[set[int]]
+    ) -> list[tuple[int, list[int]]]:
+        """Up to N (job, groups so far) pairs: the queue, then running jobs here."""
+        slots: list[tuple[int, list[int]]] = []
+        if round_ is not None:
+            slots = [(entry.job, entry.groups) for entry in round_.queues[agent]]
+        limit = self.config.max_jobs
+        for job in sorted(running_in[agent]):
+            if len(slots) >= limit:
+                break
+            slots.append((job, []))
+        return slots[:limit]
+
+    def _node_features(
+        self,
+        part: PartitionLayout,
+        sim: Simulator,
+        slots: list[tuple[int, list[int]]],
+        free_gpus: np.ndarray,
+        free_cores: np.ndarray,
+    ) -> np.ndarray:
+        cluster = sim.cluster
+        features = np.zeros((self.layout.max_nodes, self.node_feature_size), dtype=np.float32)
+        num_targets = len(part.targets)
+        if self.layout.level == "device":
+            features[:num_targets, 0] = free_gpus[part.groups] / self.gpu_scale
+            features[:num_targets, 1] = (
+                free_cores[cluster.group_socket[part.groups]] / self.core_scale
+            )
+        else:
+            servers = part.targets
+            group_free = np.add.reduceat(free_gpus, cluster.server_group_offsets[:-1])
+            core_free = np.add.reduceat(free_cores, cluster.server_socket_offsets[:-1])
+            features[:num_targets, 0] = group_free[servers] / self.gpu_scale
+            features[:num_targets, 1] = core_free[servers] / self.core_scale
+        for slot, (job, groups) in enumerate(slots):
+            if groups:  # a job being placed: its tasks claimed so far
+                placed, workers = np.asarray(groups, dtype=np.int64), int(sim.num_workers[job])
+            elif sim.status[job] == JobStatus.RUNNING:
+                placed, workers = sim.job_placement(job)[0], int(sim.running_workers[job])
+            else:
+                continue
+            is_ps = np.arange(len(placed)) >= workers
+            here = self.group_partition[placed] == part.partition
+            targets = self.group_target[placed[here]]
+            np.add.at(features[:, NUM_RESOURCES + 2 * slot], targets[~is_ps[here]], 1.0)
+            np.add.at(features[:, NUM_RESOURCES + 2 * slot + 1], targets[is_ps[here]], 1.0)
+        return features
+
+    def _demand_row(self, sim: Simulator, job: int) -> np.ndarray:
+        return np.array(
+            [
+                sim.num_workers[job] / TASK_COUNT_SCALE,
+                sim.worker_gpus[job] / self.gpu_scale,
+                sim.worker_cpus[job] / self.core_scale,
+                sim.num_ps[job] / TASK_COUNT_SCALE,
+                sim.ps_gpus[job] / self.gpu_scale,
+                sim.ps_cpus[job] / self.core_scale,
+            ],
+            dtype=np.float32,
+        )
+
+    def _jobs_model(self, sim: Simulator, slots: list[tuple[int, list[int]]]) -> np.ndarray:
+        models = np.zeros((self.config.max_jobs, self.num_models), dtype=np.float32)
+        for slot, (job, _) in enumerate(slots):
+            models[slot, int(sim.workload.model[job])] = 1.0
+        return models
+
+    def _jobs_demand(self, sim: Simulator, slots: list[tuple[int, list[int]]]) -> np.ndarray:
+        demand = np.zeros((self.config.max_jobs, self.demand_size), dtype=np.float32)
+        for slot, (job, _) in enumerate(slots):
+            demand[slot] = self._demand_row(sim, job)
+        return demand
+
+    def _task(self, sim: Simulator, head: JobInProgress | None) -> np.ndarray:
+        task = np.zeros(1 + self.num_models + self.demand_size, dtype=np.float32)
+        if head is None:
+            return task
+        task[0] = 1.0 if head.current_is_ps else 0.0
+        task[1 + int(sim.workload.model[head.job])] = 1.0
+        task[1 + self.num_models :] = self._demand_row(sim, head.job)
+        return task
+
+    def _summaries(
+        self,
+        sim: Simulator,
+        round_: DecisionRound | None,
+        running_in: list[set[int]],
+        free_gpus: np.ndarray,
+        free_cores: np.ndarray,
+    ) -> np.ndarray:
+        cluster = sim.cluster
+        summary = np.zeros((self.layout.inter.view.num_nodes, SUMMARY_FEATURES), dtype=np.float32)
+        scale = float(self.config.max_jobs)
+        for agent, part in enumerate(self.layout.partitions):
+            sockets = np.unique(cluster.group_socket[part.groups])
+            summary[agent, 0] = free_gpus[part.groups].sum() / cluster.group_gpus[part.groups].sum()
+            summary[agent, 1] = free_cores[sockets].sum() / cluster.socket_cores[sockets].sum()
+            summary[agent, 2] = (len(round_.queues[agent]) if round_ is not None else 0) / scale
+            summary[agent, 3] = len(running_in[agent]) / scale
+            links = self.partition_links[agent]
+            summary[agent, 4] = sim.link_jobs[links].mean() if len(links) else 0.0
+            summary[agent, 5] = 1.0 if round_ is not None and round_.head(agent) else 0.0
+        return summary
+
+    def _partition_nodes(self, partition: int) -> np.ndarray:
+        cluster = self.layout.cluster
+        servers = cluster.partition_servers(partition)
+        sockets = np.arange(
+            cluster.server_socket_offsets[servers[0]],
+            cluster.server_socket_offsets[servers[-1] + 1],
+        )
+        switches = np.flatnonzero(cluster.switch_partition == partition)
+        return np.concatenate([switches, cluster.socket_node(sockets)])
+
+    def nbytes(self) -> int:
+        """Bytes of one agent's observation."""
+        total = 0
+        for space in self.space.spaces.values():
+            assert isinstance(space, spaces.Box)
+            total += int(np.prod(space.shape)) * space.dtype.itemsize
+        return total
+
+    @staticmethod
+    def check(observation: dict[str, Any], space: spaces.Dict) -> bool:
+        """Whether ``observation`` lies in ``space`` (dtype and shape included)."""
+        return space.contains(observation)

@@ -1,0 +1,335 @@
+"""``pod_scheduling_v0``: one scheduler agent per cluster partition (paper 001).
+
+A PettingZoo ``ParallelEnv``. The cluster is any topology of :mod:`envs.topology`
+(fat-tree pods, VL2 aggregation groups, BCube sub-cube pairs, racks) and every partition
+is managed by an agent ``scheduler_<p>``. Jobs arrive at a home scheduler (uniformly at
+random, or at the workload's partition) and are placed at the start of each scheduling
+interval (001: 30 minutes), task by task.
+
+Agents and actions
+------------------
+At every step each agent with work places the next task (a worker, or a parameter
+server) of the job at the head of its queue. ``Discrete(A)``, ``A = M + (P - 1) + 1``:
+
+- ``0 .. M-1``: place the task on the agent's target ``i`` -- GPU group ``i`` of its
+  partition at device level, server ``i`` at server level (a random GPU group of it with
+  room, as 001's server-level variant); ``M`` is the largest partition's target count,
+  smaller partitions mask the rest;
+- ``M .. M+P-2``: forward the job to the ``j``-th other scheduler (in index order, see
+  ``forward_targets``), which continues placing it; at most ``forward_limit`` forwards per
+  task, and only to schedulers with room for the task;
+- ``A-1``: wait -- send the job back to wait for the next interval (releasing the tasks
+  claimed so far); for agents with nothing to place it is the only valid action.
+
+A job starts when all its tasks are placed and then runs to completion (001: no
+preemption). ``action_mask`` (int8) marks exactly the actions that can be carried out. A
+masked-out action does nothing and costs ``illegal_action_penalty`` (RLlib's env check
+sends unmasked random actions; nothing crashes). Agents act simultaneously; their actions
+are resolved in agent order. When no agent has anything left to place, the simulator runs
+to the next interval with waiting jobs, and the rewards of that stretch are paid.
+
+Observation
+-----------
+A ``Dict`` per agent, fixed shapes: its inner graph (node features ``(c, d)`` of 001,
+node types, ``edge_index``, edge bandwidth/load/tier, masks), the concurrent jobs' models
+``x`` and demands ``r``, the task ``p``, the inter-scheduler graph with a summary per
+scheduler, and ``action_mask``; see :mod:`envs.pod.observations` for the table. With
+``others="full"`` each agent also sees every partition's node features (001's exchange
+of observations; its size grows with P^2 over all agents).
+
+Reward
+------
+``progress`` (default, 001 §IV-C), ``jct`` or ``contention`` (000), see
+:mod:`envs.pod.rewards`; paid at the step that ends a round, 0 otherwise, minus
+penalties for masked-out actions.
+
+Episode end
+-----------
+Terminated when every job finished; truncated after ``horizon_intervals`` intervals.
+
+Arguments
+---------
+:class:`envs.pod.config.PodSchedulingConfig` (``PodSchedulingEnv(config)`` or
+``envs.make_env("pod_scheduling_v0", **fields)``); defaults: fat-tree k=4, power8 servers,
+a Poisson workload of 40 jobs (15 per interval per scheduler), N=8, forward limit 2.
+``reset(seed=...)`` draws the workload (as ``simulate.py run`` does with the same seed) and
+the home schedulers; ``reset(options={"workload": Workload})`` runs a given workload.
+
+Version: ``pod_scheduling_v0``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from envs.pod.config import PodSchedulingConfig
+from envs.pod.decisions import DecisionRound
+from envs.pod.layout import ClusterLayout
+from envs.pod.observations import ObservationBuilder
+from envs.pod.rewards import contention_rewards, jct_rewards, progress_rewards
+from envs.sim import JobStatus, Simulator, SimulatorConfig
+from envs.topology import build_cluster
+from envs.workload import (
+    DEFAULT_CATALOG,
+    Workload,
+    get_catalog,
+    make_workload,
+    read_trace,
+    workload_options,
+)
+from envs.workload.trace_pipeline import TraceOptions
+
+ENV_NAME = "pod_scheduling_v0"
+
+
+class PodSchedulingEnv(ParallelEnv):
+    """Per-partition scheduler agents on a simulated cluster; see the module docstring."""
+
+    metadata = {"name": ENV_NAME, "render_modes": []}  # noqa: RUF012 -- PettingZoo's contract
+
+    def __init__(self, config: PodSchedulingConfig | None = None, **fields: Any) -> None:
+        if config is not None and fields:
+            raise ValueError("give a PodSchedulingConfig or keyword fields, not both")
+        self.config = config if config is not None else _config_from(fields)
+        cfg = self.config
+        self.cluster = build_cluster(cfg.topology, server=cfg.server, **cfg.topology_params)
+        self.layout = ClusterLayout.build(self.cluster, cfg.level, cfg.fuse_top_switches)
+        self._catalog_name = self._workload_catalog()
+        self.builder = ObservationBuilder(self.layout, cfg, len(get_catalog(self._catalog_name)))
+        num = self.cluster.num_partitions
+        self.possible_agents = [f"scheduler_{p}" for p in range(num)]
+        self.agents: list[str] = []
+        self._observation_spaces = {agent: self.builder.space for agent in self.possible_agents}
+        self._action_spaces = {
+            agent: spaces.Discrete(self.builder.num_actions) for agent in self.possible_agents
+        }
+        self._partition_gpus = [
+            np.arange(
+                self.cluster.group_gpu_offsets[part.groups[0]],
+                self.cluster.group_gpu_offsets[part.groups[-1] + 1],
+            )
+            for part in self.layout.partitions
+        ]
+        self.sim: Simulator | None = None
+        self.round: DecisionRound | None = None
+        self.rounds = 0
+
+    # ------------------------------------------------------------------ spaces
+    def observation_space(self, agent: str) -> spaces.Space:
+        """The observation space of ``agent`` (the same object every call)."""
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """The action space of ``agent`` (the same object every call)."""
+        return self._action_spaces[agent]
+
+    @property
+    def observation_nbytes(self) -> int:
+        """Bytes of one agent's observation."""
+        return self.builder.nbytes()
+
+    # ------------------------------------------------------------------ API
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, dict], dict[str, dict]]:
+        """Draw (or take) a workload and home schedulers; run to the first decision."""
+        seed_sequence = np.random.SeedSequence(seed)
+        self.np_random = np.random.default_rng(seed_sequence.spawn(1)[0])
+        workload = (options or {}).get("workload") or self._make_workload(seed)
+        if workload.catalog_name != self._catalog_name:
+            raise ValueError(
+                f"the workload uses model catalog {workload.catalog_name!r} but this "
+                f"environment's spaces were built for {self._catalog_name!r}"
+            )
+        self.workload = workload
+        cfg = self.config
+        num = self.cluster.num_partitions
+        if cfg.home == "partition" and (workload.partition >= 0).all():
+            self.homes = workload.partition % num
+        else:
+            self.homes = self.np_random.integers(0, num, size=len(workload))
+        self.sim = Simulator(
+            self.cluster,
+            workload,
+            SimulatorConfig(
+                interval_s=cfg.interval_s,
+                horizon_s=cfg.horizon_intervals * cfg.interval_s,
+                interference=cfg.interference,
+                communication=cfg.communication,
+            ),
+        )
+        self.shares = np.zeros((len(workload), num))
+        self.running_in: list[set[int]] = [set() for _ in range(num)]
+        self.agents = list(self.possible_agents)
+        self.rounds = 0
+        self.round = None
+        if self.sim.run_until_decision():
+            self._start_round()
+        infos = {agent: {} for agent in self.agents}
+        return self._observations(), infos
+
+    def step(
+        self, actions: dict[str, int]
+    ) -> tuple[dict, dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict]]:
+        """Resolve every agent's action (in agent order); run the simulator between rounds."""
+        assert self.sim is not None, "call reset() first"
+        num = self.cluster.num_partitions
+        rewards = np.zeros(num)
+        illegal = np.zeros(num, dtype=bool)
+        if self.round is not None:
+            # Judge every action against the mask its agent saw, then carry them out in
+            # agent order; forwarded jobs reach their receivers after everyone acted.
+            limit = self.config.forward_limit
+            masks = [self.builder.action_mask(i, self.round, limit) for i in range(num)]
+            forwarded = []
+            for agent_index, agent in enumerate(self.possible_agents):
+                if agent not in actions or self.round.head(agent_index) is None:
+                    continue
+                outcome = self._apply(agent_index, int(actions[agent]), masks[agent_index])
+                if outcome is None:
+                    illegal[agent_index] = True
+                elif outcome >= 0:
+                    forwarded.append((agent_index, outcome))
+            self.round.forward(forwarded)
+        rewards -= self.config.illegal_action_penalty * illegal
+        terminated = truncated = False
+        if self.round is None or self.round.finished:
+            rewards += self._run_simulation()
+            if self.round is None:
+                terminated = bool((self.sim.status == JobStatus.FINISHED).all())
+                truncated = not terminated
+        observations = self._observations()
+        reward_dict = {agent: float(rewards[i]) for i, agent in enumerate(self.possible_agents)}
+        terminations = dict.fromkeys(self.possible_agents, terminated)
+        truncations = dict.fromkeys(self.possible_agents, truncated)
+        infos = {
+            agent: {"illegal_action": bool(illegal[i]), "time": self.sim.now}
+            for i, agent in enumerate(self.possible_agents)
+        }
+        if terminated or truncated:
+            self.agents = []
+        return observations, reward_dict, terminations, truncations, infos
+
+    # ------------------------------------------------------------------ internals
+    def _workload_catalog(self) -> str:
+        """The model catalog of this environment's jobs (it sizes the observation)."""
+        cfg = self.config
+        if cfg.trace is not None:
+            return str(cfg.trace_params.get("catalog", DEFAULT_CATALOG))
+        params = dict(cfg.workload_params)
+        params.pop("num_schedulers", None)
+        probe = make_workload(cfg.workload, num_jobs=1, rng=np.random.default_rng(0), **params)
+        return probe.catalog_name
+
+    def _make_workload(self, seed: int | None) -> Workload:
+        cfg = self.config
+        # The same stream simulate.py run uses for its --seed, so both see the same jobs.
+        rng = np.random.default_rng(seed)
+        if cfg.trace is not None:
+            options = TraceOptions(max_jobs=cfg.num_jobs, **cfg.trace_params)
+            workload, _ = read_trace(cfg.trace, cfg.trace_format, options, rng=rng)
+            return workload
+        params = dict(cfg.workload_params)
+        if "num_schedulers" in workload_options(cfg.workload):
+            params.setdefault("num_schedulers", self.cluster.num_partitions)
+        return make_workload(cfg.workload, num_jobs=cfg.num_jobs, rng=rng, **params)
+
+    def _apply(self, agent: int, action: int, mask: np.ndarray) -> int | None:
+        """Carry out one agent's action. Returns None if it is masked out (nothing done),
+        the receiving scheduler for a forward, else -1."""
+        assert self.round is not None
+        if not 0 <= action < len(mask) or not mask[action]:
+            return None
+        max_targets = self.layout.max_targets
+        if action == len(mask) - 1:
+            self.round.defer(agent)
+        elif action >= max_targets:
+            return int(self.builder.forward_targets[agent][action - max_targets])
+        else:
+            head = self.round.head(agent)
+            assert head is not None
+            group = self._target_group(self.layout.partitions[agent], action)
+            started = self.round.place_task(agent, group)
+            if started is not None:
+                self._register_start(started, head.groups, head.placed_by)
+        return -1
+
+    def _target_group(self, layout: Any, action: int) -> int:
+        if self.layout.level == "device":
+            return int(layout.targets[action])
+        assert self.round is not None
+        head = self.round.head(layout.partition)
+        assert head is not None
+        candidates = layout.groups[layout.group_target == action]
+        fitting = candidates[self.round.fitting_groups(head, candidates)]
+        return int(self.np_random.choice(fitting))
+
+    def _register_start(self, job: int, groups: list[int], placed_by: list[int]) -> None:
+        counts = np.bincount(placed_by, minlength=self.cluster.num_partitions)
+        self.shares[job] = counts / len(placed_by)
+        partitions = self.cluster.server_partition[self.cluster.group_server[np.asarray(groups)]]
+        for partition in np.unique(partitions).tolist():
+            self.running_in[partition].add(job)
+
+    def _run_simulation(self) -> np.ndarray:
+        """Run to the next round; rewards of the stretch per agent."""
+        assert self.sim is not None
+        sim, cfg = self.sim, self.config
+        start, work_before = sim.now, sim.work_done.copy()
+        contention = None
+        if cfg.reward == "contention":
+            contention = contention_rewards(
+                sim, self.shares, self._partition_gpus, cfg.contention_weight, 1.0
+            )
+        more = sim.run_until_decision()
+        intervals = (sim.now - start) / cfg.interval_s
+        if cfg.reward == "progress":
+            rewards = progress_rewards(sim, work_before, self.shares)
+        elif cfg.reward == "jct":
+            rewards = jct_rewards(
+                sim, start, self.homes, self.cluster.num_partitions, cfg.interval_s
+            )
+        else:
+            assert contention is not None
+            rewards = contention * intervals
+        finished = np.flatnonzero(sim.status == JobStatus.FINISHED)
+        for jobs in self.running_in:
+            jobs.difference_update(finished.tolist())
+        self.round = None
+        if more:
+            self._start_round()
+        return rewards
+
+    def _start_round(self) -> None:
+        assert self.sim is not None
+        self.round = DecisionRound(self.sim, self.homes, self.cluster.num_partitions)
+        self.rounds += 1
+
+    def _observations(self) -> dict[str, dict[str, np.ndarray]]:
+        assert self.sim is not None
+        return {
+            agent: self.builder.observe(
+                index, self.sim, self.round, self.running_in, self.config.forward_limit
+            )
+            for index, agent in enumerate(self.possible_agents)
+        }
+
+
+def _config_from(fields: dict[str, Any]) -> PodSchedulingConfig:
+    allowed = [field.name for field in dataclasses.fields(PodSchedulingConfig)]
+    unknown = sorted(set(fields) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"unknown {ENV_NAME} option(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
+        )
+    return PodSchedulingConfig(**fields)
+
+
+def parallel_env(**fields: Any) -> PodSchedulingEnv:
+    """PettingZoo-style constructor: ``pod_env.parallel_env(topology="vl2", ...)``."""
+    return PodSchedulingEnv(**fields)
