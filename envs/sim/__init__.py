@@ -8,12 +8,14 @@ from envs.sim.engine import (
     SimulatorConfig,
 )
 from envs.sim.interference import InterferenceCoefficients, fit_interference
+from envs.sim.metrics import SimulationResult
 from envs.sim.timeline import Timeline, server_fragmentation
 
 __all__ = [
     "InterferenceCoefficients",
     "JobStatus",
     "PlacementError",
+    "SimulationResult",
     "SimulationStalledError",
     "Simulator",
     "SimulatorConfig",

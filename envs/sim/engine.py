@@ -191,6 +191,7 @@ class Simulator:
         self._finished_count = 0
         self.timeline = Timeline()
         self.decisions = 0
+        self.events = 0  # arrivals, completions and ticks processed
 
     # ------------------------------------------------------------------ queries
     @property
@@ -617,6 +618,7 @@ class Simulator:
             return False
         tolerance = _RELATIVE_TIME_TOLERANCE * max(1.0, self.now)
         due = running[self.remaining_time(running) <= tolerance]
+        self.events += len(due)
         for job in due.tolist():
             self.work_done[job] = self.work_total[job]
             self._release(job)
@@ -629,6 +631,7 @@ class Simulator:
         arrived = ticked = False
         while self._events.peek_time() <= self.now:
             event = self._events.pop()
+            self.events += 1
             if event.kind == ARRIVAL:
                 self.status[event.payload] = _WAITING
                 bisect.insort(self._waiting, event.payload)

@@ -50,13 +50,15 @@ JOB_FIELDS = (
 class SimulationResult:
     """Per-job arrays (``JOB_FIELDS``; NaN finish for unfinished jobs), the timeline arrays
     (``time``, ``busy_gpus``, ``queue_length``, ``running``, ``fragmentation``,
-    ``mean_contention``), the cluster's GPU count and the time the run ended."""
+    ``mean_contention``), the cluster's GPU count, the time the run ended and the number of
+    events (arrivals, completions, ticks) processed."""
 
     policy: str
     jobs: dict[str, np.ndarray]
     timeline: dict[str, np.ndarray]
     total_gpus: int
     end_time: float
+    events: int = 0
 
     @staticmethod
     def from_simulator(sim: Simulator, policy: str) -> SimulationResult:
@@ -74,7 +76,7 @@ class SimulationResult:
             "preemptions": sim.preemptions.astype(float),
         }
         return SimulationResult(
-            policy, jobs, sim.timeline.arrays(), sim.cluster.num_gpus, float(sim.now)
+            policy, jobs, sim.timeline.arrays(), sim.cluster.num_gpus, float(sim.now), sim.events
         )
 
     def metrics(self) -> dict[str, float | int]:

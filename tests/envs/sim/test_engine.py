@@ -1,0 +1,197 @@
+"""Engine behaviour: decisions, intervals, preemption, resize, invariants under random policies."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from envs.sim import (
+    JobStatus,
+    PlacementError,
+    SimulationStalledError,
+    Simulator,
+    SimulatorConfig,
+    server_fragmentation,
+)
+from envs.topology import build_cluster
+from envs.workload import InfeasibleJobError, make_workload
+
+
+class RandomFirstFit:
+    """Test policy: each waiting job, in random order, onto random groups with room."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.checked = 0
+
+    def schedule(self, sim: Simulator) -> None:
+        assert (sim.free_gpus >= 0).all() and (sim.free_cores >= -1e-9).all()
+        assert (sim.free_gpus <= sim.cluster.group_gpus).all()
+        for job in self.rng.permutation(sim.waiting_jobs()):
+            gpus, cpus = sim.task_demands(job)
+            free_gpus, free_cores = sim.free_gpus.copy(), sim.free_cores.copy()
+            groups = []
+            for need_gpus, need_cpus in zip(gpus, cpus, strict=True):
+                socket = sim.cluster.group_socket
+                room = (free_gpus >= need_gpus) & (free_cores[socket] >= need_cpus - 1e-9)
+                candidates = np.flatnonzero(room)
+                if not len(candidates):
+                    break
+                group = int(self.rng.choice(candidates))
+                groups.append(group)
+                free_gpus[group] -= need_gpus
+                free_cores[socket[group]] -= need_cpus
+            else:
+                # A full GPU group is never offered: placing here must succeed.
+                assert sim.fits(job, groups)
+                sim.place(job, groups)
+                self.checked += 1
+
+
+def test_event_mode_decides_after_arrivals_and_completions(make_workload) -> None:
+    cluster = build_cluster("flat", servers=1, gpus_per_server=2)
+    workload = make_workload([0.0, 10.0, 10.0], [0, 0, 0], [1, 1, 1])
+    sim = Simulator(cluster, workload)
+    times = []
+    while sim.run_until_decision():
+        times.append(sim.now)
+        for job in sim.waiting_jobs():
+            if sim.fits(job, [int(np.argmax(sim.free_gpus))]):
+                sim.place(job, [int(np.argmax(sim.free_gpus))])
+    # Job 0 at 0; jobs 1, 2 at 10 (one fits); job 1 ends at 10 + 160 -> job 2 runs.
+    assert times == [0.0, 10.0, 160.0]
+    assert sim.first_start.tolist() == [0.0, 10.0, 160.0]
+    assert sim.finish_time.tolist() == [160.0, 170.0, 320.0]
+
+
+def test_interval_mode_decides_only_on_ticks(make_workload) -> None:
+    cluster = build_cluster("flat", servers=1, gpus_per_server=2)
+    workload = make_workload([5.0, 700.0, 1300.0], [0, 0, 0], [1, 1, 1])
+    sim = Simulator(cluster, workload, SimulatorConfig(interval_s=600.0))
+    decisions = []
+    while sim.run_until_decision():
+        decisions.append((sim.now, sim.waiting_jobs().tolist()))
+        for job in sim.waiting_jobs():
+            sim.place(job, [0])
+    assert decisions == [(600.0, [0]), (1200.0, [1]), (1800.0, [2])]
+
+
+def test_preempt_and_resume_conserve_work(make_workload) -> None:
+    cluster = build_cluster("flat", servers=1, gpus_per_server=4)
+    sim = Simulator(cluster, make_workload([0.0], [0], [1]), SimulatorConfig(restart_cost_s=7.0))
+    assert sim.run_until_decision()
+    sim.place(0, [0])
+    sim._advance(100.0)  # 100 of ResNet-50's 160 ideal seconds
+    sim.preempt(0)
+    assert sim.status[0] == JobStatus.WAITING and sim.waiting_jobs().tolist() == [0]
+    assert sim.work_done[0] == pytest.approx(625.0)  # 100 s / 0.16 s per mini-batch
+    assert sim.free_gpus.tolist() == [2, 2]
+    sim._advance(150.0)
+    sim.place(0, [0])
+    assert not sim.run_until_decision()
+    # 50 s waiting, 7 s restart cost, the remaining 60 s of work.
+    assert sim.finish_time[0] == pytest.approx(150.0 + 7.0 + 60.0)
+    assert sim.preemptions[0] == 1
+    assert sim.work_done[0] == sim.work_total[0]
+
+
+def test_elastic_resize_keeps_work_and_changes_speed(make_workload) -> None:
+    cluster = build_cluster("flat", servers=1, server="dgx1")
+    config = SimulatorConfig(interference=False, communication=False)
+    sim = Simulator(cluster, make_workload([0.0], [0], [1]), config)
+    assert sim.run_until_decision()
+    sim.place(0, [0])
+    sim._advance(80.0)  # half of the 1000 mini-batches
+    sim.resize(0, [0, 0])  # 003: more GPUs than requested
+    assert sim.rate[0] == pytest.approx(2 / 0.16)
+    assert not sim.run_until_decision()
+    assert sim.finish_time[0] == pytest.approx(80.0 + 40.0)
+    assert sim.preemptions[0] == 0
+
+
+def test_bad_placements_are_refused(make_workload) -> None:
+    cluster = build_cluster("flat", servers=1, gpus_per_server=4)
+    sim = Simulator(cluster, make_workload([0.0, 0.0], [0, 0], [2, 1]))
+    assert sim.run_until_decision()
+    with pytest.raises(PlacementError, match="GPU group 0 has 2 free GPU"):
+        sim.place(0, [0, 0, 0])  # three workers: an elastic placement
+    with pytest.raises(PlacementError, match="one GPU group per task"):
+        sim.place(0, [])
+    with pytest.raises(PlacementError, match=r"must lie in \[0, 2\)"):
+        sim.place(1, [5])
+    with pytest.raises(PlacementError, match="belong to its task's GPU group"):
+        sim.place(1, [0], gpus=[2])
+    sim.place(1, [0], gpus=[1])
+    assert sim.gpu_job.tolist() == [-1, 1, -1, -1]
+    with pytest.raises(PlacementError, match="is running; only waiting jobs"):
+        sim.place(1, [1])
+    with pytest.raises(PlacementError, match="not running"):
+        sim.preempt(0)
+
+
+def test_infeasible_job_is_refused_before_running(make_workload) -> None:
+    cluster = build_cluster("flat", servers=2, gpus_per_server=2)
+    with pytest.raises(InfeasibleJobError, match=r"job 1 .* more GPUs than the cluster's 4"):
+        Simulator(cluster, make_workload([0.0, 1.0], [0, 0], [1, 5]))
+
+
+def test_idle_cluster_with_waiting_jobs_stalls_loudly(make_workload) -> None:
+    sim = Simulator(
+        build_cluster("flat", servers=1, gpus_per_server=2), make_workload([0.0], [0], [1])
+    )
+    assert sim.run_until_decision()
+    with pytest.raises(SimulationStalledError, match="1 job"):
+        sim.run_until_decision()
+
+
+def test_horizon_truncates(make_workload) -> None:
+    cluster = build_cluster("flat", servers=1, gpus_per_server=2)
+    sim = Simulator(cluster, make_workload([0.0], [0], [1]), SimulatorConfig(horizon_s=50.0))
+    assert sim.run_until_decision()
+    sim.place(0, [0])
+    assert not sim.run_until_decision()
+    assert sim.now == 50.0 and np.isnan(sim.finish_time[0])
+
+
+def test_fragmentation_by_hand() -> None:
+    cluster = build_cluster("flat", servers=2, gpus_per_server=4)
+    remaining = np.array([10.0, 10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    # Server 0: 1 - (20)^2 / (4 * 200) = 0.5; server 1 idle: 0.
+    assert server_fragmentation(cluster, remaining) == pytest.approx(0.25)
+    remaining[4:] = [3.0, 3.0, 3.0, 3.0]  # equal remaining times: no fragmentation
+    assert server_fragmentation(cluster, remaining) == pytest.approx(0.25)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    topology=st.sampled_from(
+        [("fat-tree", {"k": 4}), ("bcube", {"n": 3, "k": 1}), ("racks", {"racks": (2, 1)})]
+    ),
+    interval=st.sampled_from([None, 900.0]),
+)
+def test_invariants_under_random_policies(
+    seed: int, topology: tuple, interval: float | None
+) -> None:
+    name, params = topology
+    cluster = build_cluster(name, **params)
+    rng = np.random.default_rng(seed)
+    workload = make_workload("poisson", num_jobs=25, rng=rng, rate=6.0, interval_s=900.0)
+    config = SimulatorConfig(interval_s=interval)
+    policy = RandomFirstFit(seed)
+    sim = Simulator(cluster, workload, config)
+    sim.run(policy)
+    assert (sim.status == JobStatus.FINISHED).all()
+    jct = sim.finish_time - workload.arrival_time
+    assert (jct >= sim.ideal_duration * (1 - 1e-9)).all()
+    assert np.array_equal(sim.work_done, sim.work_total)
+    assert (sim.free_gpus == cluster.group_gpus).all()
+    assert np.allclose(sim.free_cores, cluster.socket_cores)
+    assert (sim.link_jobs == 0).all() and (sim.gpu_job == -1).all()
+    assert policy.checked == len(workload)
+    # Same seed, same everything.
+    again = Simulator(cluster, workload, config)
+    again.run(RandomFirstFit(seed))
+    assert np.array_equal(again.finish_time, sim.finish_time)
