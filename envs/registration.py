@@ -18,6 +18,7 @@ import gymnasium
 #: id -> "module:class" entry point of every environment podsched registers.
 ENVIRONMENTS: dict[str, str] = {
     "podsched/DeepRM-v0": "envs.deeprm:DeepRMEnv",
+    "podsched/CuSH-v0": "envs.cush:CuSHEnv",
 }
 
 
