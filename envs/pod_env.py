@@ -165,9 +165,12 @@ class PodSchedulingEnv(ParallelEnv):
         )
         self.shares = np.zeros((len(workload), num))
         self.running_in: list[set[int]] = [set() for _ in range(num)]
+        self.placements: dict[int, tuple[np.ndarray, int]] = {}
+        self.builder.bind(self.sim)
         self.agents = list(self.possible_agents)
         self.rounds = 0
         self.round = None
+        self._stretch_start = 0.0  # time the next rewards count from
         if self.sim.run_until_decision():
             self._start_round()
         infos = {agent: {} for agent in self.agents}
@@ -184,8 +187,7 @@ class PodSchedulingEnv(ParallelEnv):
         if self.round is not None:
             # Judge every action against the mask its agent saw, then carry them out in
             # agent order; forwarded jobs reach their receivers after everyone acted.
-            limit = self.config.forward_limit
-            masks = [self.builder.action_mask(i, self.round, limit) for i in range(num)]
+            masks = self._masks
             forwarded = []
             for agent_index, agent in enumerate(self.possible_agents):
                 if agent not in actions or self.round.head(agent_index) is None:
@@ -275,12 +277,16 @@ class PodSchedulingEnv(ParallelEnv):
         partitions = self.cluster.server_partition[self.cluster.group_server[np.asarray(groups)]]
         for partition in np.unique(partitions).tolist():
             self.running_in[partition].add(job)
+        self.placements[job] = (
+            np.asarray(groups, dtype=np.int64),
+            len(groups) - int(self.sim.num_ps[job]),
+        )
 
     def _run_simulation(self) -> np.ndarray:
         """Run to the next round; rewards of the stretch per agent."""
         assert self.sim is not None
         sim, cfg = self.sim, self.config
-        start, work_before = sim.now, sim.work_done.copy()
+        start, work_before = self._stretch_start, sim.work_done.copy()
         contention = None
         if cfg.reward == "contention":
             contention = contention_rewards(
@@ -288,6 +294,7 @@ class PodSchedulingEnv(ParallelEnv):
             )
         more = sim.run_until_decision()
         intervals = (sim.now - start) / cfg.interval_s
+        self._stretch_start = sim.now
         if cfg.reward == "progress":
             rewards = progress_rewards(sim, work_before, self.shares)
         elif cfg.reward == "jct":
@@ -298,8 +305,11 @@ class PodSchedulingEnv(ParallelEnv):
             assert contention is not None
             rewards = contention * intervals
         finished = np.flatnonzero(sim.status == JobStatus.FINISHED)
+        done = finished.tolist()
         for jobs in self.running_in:
-            jobs.difference_update(finished.tolist())
+            jobs.difference_update(done)
+        for job in done:
+            self.placements.pop(job, None)
         self.round = None
         if more:
             self._start_round()
@@ -312,12 +322,12 @@ class PodSchedulingEnv(ParallelEnv):
 
     def _observations(self) -> dict[str, dict[str, np.ndarray]]:
         assert self.sim is not None
-        return {
-            agent: self.builder.observe(
-                index, self.sim, self.round, self.running_in, self.config.forward_limit
-            )
-            for index, agent in enumerate(self.possible_agents)
-        }
+        observations = self.builder.observe_all(
+            self.sim, self.round, self.running_in, self.placements, self.config.forward_limit
+        )
+        # Actions are judged against exactly the masks their agents saw.
+        self._masks = [observation["action_mask"] for observation in observations]
+        return dict(zip(self.possible_agents, observations, strict=True))
 
 
 def _config_from(fields: dict[str, Any]) -> PodSchedulingConfig:

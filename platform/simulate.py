@@ -8,24 +8,57 @@ How to run
     python platform/simulate.py describe --topology racks --racks 2,2,2,2
     python platform/simulate.py describe --topology flat --servers 15 --gpus 8
     python platform/simulate.py describe --topology fat-tree --k 4 --draw fat-tree-k4.png
+    python platform/simulate.py run --topology fat-tree --k 4 --workload poisson --jobs 200 \
+        --compare fifo+packing,sjf+tetris,las+lif --interval 1800
+    python platform/simulate.py run --topology flat --servers 128 --gpus 8 \
+        --trace ../shared/traces/philly.csv --jobs 5000 --policy fifo+packing --json
 
 What you get
 ------------
 ``describe`` prints the cluster's counts (servers, GPUs, CPU sockets, GPU groups, switches
 and links per tier, partitions and servers per partition, total and bisection bandwidth)
 as a table, or with ``--json`` as one JSON object; ``--draw FILE.png`` also draws it.
+
+``run`` simulates one policy (``--policy ordering+placement``) or several side by side
+(``--compare a,b,...``) on a generated workload or a real trace and prints their metrics
+as a table (JCT mean/median/p90/p99, makespan, waiting, slowdown, utilization,
+fragmentation, contention...), or with ``--json`` one object
+``{"policies": {name: {metric: value}}}`` (times in seconds). ``--plot FILE.png`` draws the
+JCT CDF and GPU utilization over time; ``--csv FILE`` writes the table. Progress shows on
+stderr while it runs.
+
+``deeprm`` replays an explicit DeepRM workload (``{"jobs": [{"arrival_time": 3, "len": 2,
+"res": [5, 1]}, ...]}``) under DeepRM's SJF, Packer or Random baseline with the reference
+dynamics (``envs/deeprm.py``) and prints slowdowns, reward and each job's start and
+finish; ``--json`` prints the object with ``mean_slowdown``, ``max_slowdown``,
+``total_reward``, ``steps``, ``final_time``, ``dropped`` and ``jobs``.
+
+``cush`` runs one of CuSH's baselines (004 Table 1: FCFS, SJF, DRF, Random, each with
+depth-first ``df`` or breadth-first ``bf`` allocation) over seeded 20-job sets on a Sierra
+or Summit cluster and prints average NTAT, wait, turnaround and rewards (``--json``: one
+object).
+
 Bad arguments print one line on stderr and exit with status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from envs.schedulers import make_scheduler, scheduler_names
+from envs.sim import SimulationResult, Simulator, SimulatorConfig
+from envs.sim.runner import drop_jobs_that_never_fit, simulate
 from envs.topology import TOPOLOGIES, build_cluster, describe_cluster, known_server_names
+from envs.workload import TRACE_FORMATS, Workload, make_workload, read_trace, workload_kinds
+from envs.workload.trace_pipeline import TraceOptions
 
 # Which command-line options each topology takes, and the builder parameter they set.
 TOPOLOGY_OPTIONS: dict[str, dict[str, str]] = {
@@ -86,9 +119,6 @@ def add_topology_arguments(parser: argparse.ArgumentParser) -> None:
         "--server",
         help="server architecture preset or mix: "
         f"{', '.join(known_server_names())} (default power8; minsky for racks)",
-    )
-    group.add_argument(
-        "--seed", type=int, default=0, help="seed for placing mixed servers (default 0)"
     )
 
 
@@ -165,6 +195,318 @@ def command_describe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _option_value(text: str) -> tuple[str, Any]:
+    key, separator, raw = text.partition("=")
+    if not separator or not key:
+        raise argparse.ArgumentTypeError(f"--workload-arg takes KEY=VALUE, got {text!r}")
+    try:
+        return key, json.loads(raw)
+    except json.JSONDecodeError:
+        return key, raw
+
+
+def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that choose the jobs: a generator or a trace."""
+    group = parser.add_argument_group("workload")
+    group.add_argument(
+        "--workload",
+        default="poisson",
+        choices=workload_kinds(),
+        help="synthetic workload generator (default: poisson, 15 jobs per 30 min per scheduler)",
+    )
+    group.add_argument(
+        "--jobs", type=int, help="number of jobs to generate, or to keep from the trace's start"
+    )
+    group.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    group.add_argument(
+        "--workload-arg",
+        type=_option_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="generator option, repeatable, e.g. rate=10 or catalog=deepshare",
+    )
+    group.add_argument("--trace", type=Path, help="read jobs from this trace file instead")
+    group.add_argument(
+        "--format",
+        default="philly",
+        choices=TRACE_FORMATS,
+        help="trace format (default philly): philly, helios, pai (with --task-table), or csv "
+        "(with --map)",
+    )
+    group.add_argument("--task-table", type=Path, help="pai: the pai_task_table file")
+    group.add_argument(
+        "--map",
+        help="csv: column mapping, e.g. arrival=submit_time,gpus=num_gpus,duration=duration",
+    )
+    group.add_argument(
+        "--duration-unit", default="s", choices=("s", "min", "h"), help="csv: unit of durations"
+    )
+    group.add_argument("--vc", action="append", help="keep only jobs of this cluster/VC")
+    group.add_argument("--start", type=float, help="keep jobs arriving from this second on")
+    group.add_argument("--end", type=float, help="keep jobs arriving before this second")
+    group.add_argument(
+        "--arrival-scale",
+        type=float,
+        default=1.0,
+        help="multiply arrival times (0.5 = twice the load; default 1)",
+    )
+    group.add_argument(
+        "--catalog", default="marl", help="model catalog for trace jobs (default marl)"
+    )
+    group.add_argument(
+        "--skip-bad-rows", action="store_true", help="skip malformed trace rows and count them"
+    )
+    group.add_argument(
+        "--drop-infeasible",
+        action="store_true",
+        help="drop jobs that can never fit the cluster instead of refusing the run",
+    )
+
+
+def workload_from_args(args: argparse.Namespace, cluster: Any) -> tuple[Workload, list[str]]:
+    """The jobs the options describe, and notes for the user (skipped rows, dropped jobs)."""
+    notes: list[str] = []
+    rng = np.random.default_rng(args.seed)
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.trace is not None:
+        options = TraceOptions(
+            vcs=tuple(args.vc) if args.vc else None,
+            start_s=args.start,
+            end_s=args.end,
+            max_jobs=args.jobs,
+            arrival_scale=args.arrival_scale,
+            skip_bad_rows=args.skip_bad_rows,
+            catalog=args.catalog,
+        )
+        workload, report = read_trace(
+            args.trace,
+            args.format,
+            options,
+            rng=rng,
+            task_table=args.task_table,
+            column_map=args.map,
+            duration_unit=args.duration_unit,
+        )
+        if report.skipped:
+            notes.append(f"skipped {report.skipped} malformed row(s) of {args.trace}")
+    else:
+        options = dict(args.workload_arg)
+        if (
+            "num_schedulers" in _generator_options(args.workload)
+            and "num_schedulers" not in options
+        ):
+            options["num_schedulers"] = cluster.num_partitions
+        workload = make_workload(
+            args.workload, num_jobs=args.jobs if args.jobs else 200, rng=rng, **options
+        )
+    if args.drop_infeasible:
+        workload, dropped = drop_jobs_that_never_fit(cluster, workload)
+        if dropped:
+            notes.append(f"dropped {dropped} job(s) that can never fit the cluster")
+    if not len(workload):
+        raise UsageError("no job is left to simulate")
+    return workload, notes
+
+
+def _generator_options(kind: str) -> dict[str, Any]:
+    from envs.workload import workload_options
+
+    return workload_options(kind)
+
+
+class Progress:
+    """A one-line progress display on stderr, for terminals only, at most 4 updates/s."""
+
+    def __init__(self, label: str, total: int) -> None:
+        self.label, self.total = label, total
+        self.enabled = sys.stderr.isatty()
+        self.last = 0.0
+
+    def update(self, sim: Simulator) -> None:
+        """Show how many jobs finished and the simulated time."""
+        now = time.monotonic()
+        if not self.enabled or now - self.last < 0.25:
+            return
+        self.last = now
+        finished = int(np.isfinite(sim.finish_time).sum())
+        print(
+            f"\r{self.label}: {finished}/{self.total} jobs finished, "
+            f"simulated {sim.now / 3600:.1f} h",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def close(self) -> None:
+        """Clear the line."""
+        if self.enabled:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
+TABLE_COLUMNS = (
+    ("jobs", "jobs_finished", "{:d}"),
+    ("avg JCT h", "avg_jct", "hours"),
+    ("p50 JCT h", "median_jct", "hours"),
+    ("p90 JCT h", "p90_jct", "hours"),
+    ("p99 JCT h", "p99_jct", "hours"),
+    ("makespan h", "makespan", "hours"),
+    ("wait h", "avg_wait", "hours"),
+    ("slowdown", "avg_slowdown", "{:.2f}"),
+    ("util", "gpu_utilization", "{:.3f}"),
+    ("frag", "fragmentation", "{:.3f}"),
+    ("CS", "avg_contention", "{:.2f}"),
+)
+
+
+def _cell(value: Any, style: str) -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return "-"
+    if style == "hours":
+        return f"{value / 3600:.2f}"
+    return style.format(value)
+
+
+def format_comparison(metrics: dict[str, dict[str, Any]]) -> str:
+    """Policies side by side, one row each."""
+    header = ["policy", *(title for title, _, _ in TABLE_COLUMNS)]
+    rows = [
+        [name, *(_cell(values[key], style) for _, key, style in TABLE_COLUMNS)]
+        for name, values in metrics.items()
+    ]
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
+        for row in [header, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def command_run(args: argparse.Namespace) -> int:
+    """``run``: simulate policies and compare their metrics."""
+    if (args.policy is None) == (args.compare is None):
+        raise UsageError("give exactly one of --policy NAME or --compare NAME,NAME,...")
+    names = (
+        [args.policy] if args.policy else [n.strip() for n in args.compare.split(",") if n.strip()]
+    )
+    # Build every scheduler first so a typo fails before any simulation starts.
+    for name in names:
+        make_scheduler(name, rng=np.random.default_rng(args.seed))
+    if args.interval is not None and args.interval <= 0:
+        raise UsageError(f"--interval must be > 0 seconds, got {args.interval}")
+    cluster = cluster_from_args(args)
+    workload, notes = workload_from_args(args, cluster)
+    config = SimulatorConfig(interval_s=args.interval)
+    results: list[SimulationResult] = []
+    for name in names:
+        progress = Progress(name, len(workload))
+        scheduler = make_scheduler(name, rng=np.random.default_rng(args.seed))
+        results.append(simulate(cluster, workload, scheduler, name, config, progress.update))
+        progress.close()
+    metrics = {result.policy: result.metrics() for result in results}
+    if args.plot is not None:
+        from result_plots import plot_results  # matplotlib only when asked for
+
+        plot_results(results, args.plot)
+    if args.csv is not None:
+        _write_metrics_csv(metrics, args.csv)
+    if args.json:
+        payload = {"policies": metrics, "jobs": len(workload), "notes": notes}
+        print(json.dumps(_json_safe(payload)))
+    else:
+        for note in notes:
+            print(note)
+        print(f"{len(workload)} jobs on {cluster!r}")
+        print(format_comparison(metrics))
+        for target, what in ((args.plot, "plot"), (args.csv, "table")):
+            if target is not None:
+                print(f"{what} written to {target}")
+    return 0
+
+
+def _write_metrics_csv(metrics: dict[str, dict[str, Any]], path: Path) -> None:
+    keys = list(next(iter(metrics.values())))
+    with Path(path).open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["policy", *keys])
+        for name, values in metrics.items():
+            writer.writerow([name, *(values[key] for key in keys)])
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(item) for item in value]
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+def command_deeprm(args: argparse.Namespace) -> int:
+    """``deeprm``: replay an explicit workload under a DeepRM baseline."""
+    from envs.deeprm_core import DeepRMConfig, load_jobs_file, replay
+
+    if args.num_nw < 1:
+        raise UsageError(f"--num-nw must be >= 1, got {args.num_nw}")
+    jobs = load_jobs_file(args.jobs_file, DeepRMConfig(num_nw=args.num_nw))
+    summary = replay(jobs, args.policy, num_nw=args.num_nw, seed=args.seed)
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    print(
+        f"{len(summary['jobs'])} jobs ({summary['dropped']} dropped) under {args.policy}: "
+        f"mean slowdown {summary['mean_slowdown']:.3f}, max {summary['max_slowdown']:.3f}, "
+        f"total reward {summary['total_reward']:.3f}, {summary['steps']} steps, "
+        f"final time {summary['final_time']}"
+    )
+    print("arrival  start  finish")
+    for job in summary["jobs"]:
+        print(f"{job['arrival_time']:>7}  {job['start']:>5}  {job['finish']:>6}")
+    return 0
+
+
+def command_cush(args: argparse.Namespace) -> int:
+    """``cush``: a CuSH baseline over seeded job sets (or one explicit set)."""
+    from envs.cush_baselines import run_cush_baseline
+
+    jobs = None
+    if args.jobs_file is not None:
+        jobs = json.loads(Path(args.jobs_file).read_text())
+    params: dict[str, Any] = {}
+    for option in ("dgemm_fraction", "queue_size", "time_horizon"):
+        value = getattr(args, option)
+        if value is not None:
+            params[option] = value
+    summary = run_cush_baseline(
+        args.policy,
+        seed=args.seed,
+        num_sets=args.num_sets,
+        cluster=args.cluster,
+        nodes=args.nodes,
+        jobs=jobs,
+        **params,
+    )
+    if args.json:
+        print(json.dumps(_json_safe(summary)))
+        return 0
+    print(
+        f"{summary['policy']} on {summary['cluster']} ({summary['nodes']} nodes), "
+        f"{summary['num_sets']} set(s) from seed {summary['seed']}:"
+    )
+    for label, key in (
+        ("average NTAT", "avg_ntat"),
+        ("average wait (steps)", "avg_wait"),
+        ("average turnaround (steps)", "avg_tat"),
+        ("rewards (local return)", "local_return"),
+        ("eq. 1 return", "eq1_return"),
+    ):
+        print(f"  {label:<28}{summary[key]:.3f}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of this program."""
     parser = _Parser(
@@ -177,11 +519,79 @@ def build_parser() -> argparse.ArgumentParser:
         "describe", help="print the counts and bandwidths of a cluster topology"
     )
     add_topology_arguments(describe)
+    describe.add_argument(
+        "--seed", type=int, default=0, help="seed for placing mixed servers (default 0)"
+    )
     describe.add_argument("--json", action="store_true", help="print one JSON object")
     describe.add_argument(
         "--draw", type=Path, metavar="FILE.png", help="also draw the cluster (small ones)"
     )
     describe.set_defaults(handler=command_describe)
+
+    run = commands.add_parser("run", help="simulate scheduling policies on a workload")
+    add_topology_arguments(run)
+    add_workload_arguments(run)
+    orderings, placements = scheduler_names()
+    policy = run.add_argument_group("policy")
+    policy.add_argument(
+        "--policy",
+        help=f"one policy ORDERING+PLACEMENT; orderings: {', '.join(orderings)}; "
+        f"placements: {', '.join(placements)}",
+    )
+    policy.add_argument("--compare", help="several policies, comma separated, side by side")
+    policy.add_argument(
+        "--interval",
+        type=float,
+        help="decide only every this many seconds (001: 1800); default: at every arrival "
+        "and completion",
+    )
+    output = run.add_argument_group("output")
+    output.add_argument("--json", action="store_true", help="print one JSON object")
+    output.add_argument("--plot", type=Path, metavar="FILE.png", help="JCT CDF and utilization")
+    output.add_argument("--csv", type=Path, metavar="FILE.csv", help="write the metrics table")
+    run.set_defaults(handler=command_run)
+
+    deeprm = commands.add_parser(
+        "deeprm", help="replay an explicit DeepRM workload under SJF, Packer or Random"
+    )
+    deeprm.add_argument(
+        "--jobs-file",
+        type=Path,
+        required=True,
+        help='JSON {"jobs": [{"arrival_time", "len", "res"}]}',
+    )
+    deeprm.add_argument(
+        "--policy",
+        default="sjf",
+        choices=("sjf", "packer", "random"),
+        help="baseline (default sjf)",
+    )
+    deeprm.add_argument("--num-nw", type=int, default=5, help="visible job slots (default 5)")
+    deeprm.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
+    deeprm.add_argument("--json", action="store_true", help="print one JSON object")
+    deeprm.set_defaults(handler=command_deeprm)
+
+    from envs.cush_baselines import CUSH_BASELINES
+
+    cush = commands.add_parser("cush", help="run a CuSH baseline (004 Table 1) over job sets")
+    cush.add_argument(
+        "--policy", default="sjf+bf", choices=CUSH_BASELINES, help="baseline (default sjf+bf)"
+    )
+    cush.add_argument("--seed", type=int, default=0, help="seed of the first job set (default 0)")
+    cush.add_argument("--num-sets", type=int, default=10, help="job sets to average (default 10)")
+    cush.add_argument(
+        "--cluster",
+        default="sierra",
+        choices=("sierra", "summit"),
+        help="node type (default sierra)",
+    )
+    cush.add_argument("--nodes", type=int, default=128, help="nodes (default 128)")
+    cush.add_argument("--dgemm-fraction", type=float, help="share of dgemm jobs (default 0.5)")
+    cush.add_argument("--queue-size", type=int, help="Q, visible job slots (default 5)")
+    cush.add_argument("--time-horizon", type=int, help="T, image rows (default 5)")
+    cush.add_argument("--jobs-file", type=Path, help="one explicit job set (JSON) instead")
+    cush.add_argument("--json", action="store_true", help="print one JSON object")
+    cush.set_defaults(handler=command_cush)
     return parser
 
 
@@ -190,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return args.handler(args)
-    except (UsageError, ValueError) as error:
+    except (UsageError, ValueError, OSError) as error:
         print(f"simulate.py: error: {error}", file=sys.stderr)
         return 2
 

@@ -70,6 +70,7 @@ class PartitionLayout:
     targets: np.ndarray  # GPU groups (device level) or servers (server level)
     groups: np.ndarray  # the partition's GPU groups
     group_target: np.ndarray  # per partition group: its target index
+    group_sockets: np.ndarray  # per partition group: its CPU socket
     graph: PaddedGraph
 
 
@@ -107,7 +108,11 @@ class ClusterLayout:
                 targets = cluster.partition_servers(p)
                 group_target = cluster.group_server[groups] - targets[0]
             graph = PaddedGraph.build(view, max_nodes, max_edges, gbps_scale, tiers)
-            partitions.append(PartitionLayout(p, targets, groups, group_target, graph))
+            partitions.append(
+                PartitionLayout(
+                    p, targets, groups, group_target, cluster.group_socket[groups], graph
+                )
+            )
         inter = PaddedGraph.build(
             inter_view, inter_view.num_nodes, max(inter_view.num_edges, 1), gbps_scale, tiers
         )

@@ -47,7 +47,7 @@ from gymnasium import spaces
 from envs.pod.config import PodSchedulingConfig
 from envs.pod.decisions import DecisionRound, JobInProgress
 from envs.pod.layout import ClusterLayout, PartitionLayout
-from envs.sim import JobStatus, Simulator
+from envs.sim import Simulator
 from envs.topology.views import VIEW_NODE_TYPES
 
 NUM_RESOURCES = 2
@@ -91,6 +91,32 @@ class ObservationBuilder:
             network[np.isin(ends, self._partition_nodes(p)).any(axis=1)]
             for p in range(self.num_agents)
         ]
+        cluster_groups = [part.groups for part in layout.partitions]
+        self._all_groups = np.arange(cluster.num_gpu_groups)
+        self._partition_group_starts = np.array([g[0] for g in cluster_groups], dtype=np.int64)
+        self._partition_gpus = np.array(
+            [cluster.group_gpus[g].sum() for g in cluster_groups], dtype=np.float64
+        )
+        socket_ranges = [
+            np.arange(
+                cluster.server_socket_offsets[cluster.partition_servers(p)[0]],
+                cluster.server_socket_offsets[cluster.partition_servers(p)[-1] + 1],
+            )
+            for p in range(self.num_agents)
+        ]
+        self._partition_socket_starts = np.array([r[0] for r in socket_ranges], dtype=np.int64)
+        self._partition_cores = np.array(
+            [cluster.socket_cores[r].sum() for r in socket_ranges], dtype=np.float64
+        )
+        # Every partition has at least its servers' port links, so no segment is empty.
+        self._partition_link_counts = np.array([len(links) for links in self.partition_links])
+        self._partition_link_ids = np.concatenate(self.partition_links)
+        self._partition_link_starts = np.concatenate(
+            [[0], np.cumsum(self._partition_link_counts)[:-1]]
+        ).astype(np.int64)
+        self._self = np.eye(self.num_agents, dtype=np.float32)
+        self._demand_table = np.zeros((0, self.demand_size), dtype=np.float32)
+        self._models = np.zeros(0, dtype=np.int64)
         self.space = self._build_space()
 
     # ------------------------------------------------------------------ spaces
@@ -130,37 +156,45 @@ class ObservationBuilder:
             )
         return spaces.Dict(entries)
 
+    # ------------------------------------------------------------------ per episode
+    def bind(self, sim: Simulator) -> None:
+        """Per-job tables of a new episode's workload (demands, models)."""
+        self._demand_table = np.stack(
+            [
+                sim.num_workers / TASK_COUNT_SCALE,
+                sim.worker_gpus / self.gpu_scale,
+                sim.worker_cpus / self.core_scale,
+                sim.num_ps / TASK_COUNT_SCALE,
+                sim.ps_gpus / self.gpu_scale,
+                sim.ps_cpus / self.core_scale,
+            ],
+            axis=1,
+        ).astype(np.float32)
+        self._models = sim.workload.model.astype(np.int64)
+
     # ------------------------------------------------------------------ per step
-    def observe(
+    def observe_all(
         self,
-        agent: int,
         sim: Simulator,
         round_: DecisionRound | None,
         running_in: list[set[int]],
+        placements: dict[int, tuple[np.ndarray, int]],
         forward_limit: int,
-    ) -> dict[str, np.ndarray]:
-        """Agent ``agent``'s observation now (``round_`` None between rounds)."""
-        part = self.layout.partitions[agent]
-        graph = part.graph
-        head = round_.head(agent) if round_ is not None else None
-        slots = self._job_slots(agent, round_, running_in)
+    ) -> list[dict[str, np.ndarray]]:
+        """Every agent's observation now (``round_`` None between rounds).
+
+        ``placements``: the running jobs' task groups and worker counts.
+        """
         free_gpus = round_.free_gpus() if round_ is not None else sim.free_gpus
         free_cores = round_.free_cores() if round_ is not None else sim.free_cores
-        features = self._node_features(part, sim, slots, free_gpus, free_cores)
-        load = graph.edge_load(sim.link_jobs, self.layout.max_edges)
+        masks = self.action_masks(round_, forward_limit)
+        slots = [self._job_slots(agent, round_, running_in) for agent in range(self.num_agents)]
+        features = [
+            self._node_features(part, slots[part.partition], placements, sim, free_gpus, free_cores)
+            for part in self.layout.partitions
+        ]
         inter = self.layout.inter
-        observation = {
-            "node_features": features,
-            "node_type": graph.node_type_one_hot,
-            "node_mask": graph.node_mask,
-            "edge_index": graph.edge_index,
-            "edge_attr": np.column_stack(
-                [graph.edge_attr_static[:, 0], load, graph.edge_attr_static[:, 1]]
-            ),
-            "edge_mask": graph.edge_mask,
-            "jobs_model": self._jobs_model(sim, slots),
-            "jobs_demand": self._jobs_demand(sim, slots),
-            "task": self._task(sim, head),
+        shared = {
             "schedulers": self._summaries(sim, round_, running_in, free_gpus, free_cores),
             "inter_node_type": inter.node_type_one_hot,
             "inter_edge_index": inter.edge_index,
@@ -172,76 +206,75 @@ class ObservationBuilder:
                 ]
             ),
             "inter_edge_mask": inter.edge_mask,
-            "self": np.eye(self.num_agents, dtype=np.float32)[agent],
-            "forward_targets": self.forward_targets[agent],
-            "action_mask": self.action_mask(agent, round_, forward_limit),
         }
         if self.config.others == "full":
-            observation["partitions"] = np.stack(
-                [
-                    features
-                    if other == agent
-                    else self._node_features(
-                        self.layout.partitions[other],
-                        sim,
-                        self._job_slots(other, round_, running_in),
-                        free_gpus,
-                        free_cores,
-                    )
-                    for other in range(self.num_agents)
-                ]
-            )
-        return observation
+            shared["partitions"] = np.stack(features)
+        observations = []
+        for agent, part in enumerate(self.layout.partitions):
+            graph = part.graph
+            jobs = np.array([job for job, _ in slots[agent]], dtype=np.int64)
+            head = round_.head(agent) if round_ is not None else None
+            load = graph.edge_load(sim.link_jobs, self.layout.max_edges)
+            observation = {
+                "node_features": features[agent],
+                "node_type": graph.node_type_one_hot,
+                "node_mask": graph.node_mask,
+                "edge_index": graph.edge_index,
+                "edge_attr": np.column_stack(
+                    [graph.edge_attr_static[:, 0], load, graph.edge_attr_static[:, 1]]
+                ),
+                "edge_mask": graph.edge_mask,
+                "jobs_model": self._jobs_model(jobs),
+                "jobs_demand": self._jobs_demand(jobs),
+                "task": self._task(head),
+                **shared,
+                "self": self._self[agent],
+                "forward_targets": self.forward_targets[agent],
+                "action_mask": masks[agent],
+            }
+            observations.append(observation)
+        return observations
 
-    def action_mask(
-        self, agent: int, round_: DecisionRound | None, forward_limit: int
-    ) -> np.ndarray:
-        """Valid actions: targets with room for the task, useful forwards, and waiting."""
-        mask = np.zeros(self.num_actions, dtype=np.int8)
-        mask[-1] = 1  # wait (send the job back to the queue) / nothing to do
-        head = round_.head(agent) if round_ is not None else None
-        if head is None:
-            return mask
-        part = self.layout.partitions[agent]
-        mask[: len(part.targets)] = self.target_fits(part, round_, head)
-        if head.forwards < forward_limit:
-            for index, other in enumerate(self.forward_targets[agent].tolist()):
-                other_part = self.layout.partitions[other]
-                if round_.fitting_groups(head, other_part.groups).any():
-                    mask[self.layout.max_targets + index] = 1
-        return mask
-
-    def target_fits(
-        self, part: PartitionLayout, round_: DecisionRound, head: JobInProgress
-    ) -> np.ndarray:
-        """Per target of ``part``: can it take the head job's next task now."""
-        fits = round_.fitting_groups(head, part.groups)
-        if self.layout.level == "device":
-            return fits.astype(np.int8)
-        per_target = np.zeros(len(part.targets), dtype=np.int8)
-        np.maximum.at(per_target, part.group_target, fits.astype(np.int8))
-        return per_target
+    def action_masks(self, round_: DecisionRound | None, forward_limit: int) -> list[np.ndarray]:
+        """Per agent: targets with room for its task, useful forwards, and waiting."""
+        masks = []
+        for agent, part in enumerate(self.layout.partitions):
+            mask = np.zeros(self.num_actions, dtype=np.int8)
+            mask[-1] = 1  # wait (send the job back to the queue) / nothing to do
+            head = round_.head(agent) if round_ is not None else None
+            if head is not None:
+                fits = round_.fitting_groups(head, self._all_groups)
+                local = fits[part.groups]
+                if self.layout.level == "device":
+                    mask[: len(part.targets)] = local
+                else:
+                    np.maximum.at(mask, part.group_target, local.astype(np.int8))
+                if head.forwards < forward_limit:
+                    room = np.logical_or.reduceat(fits, self._partition_group_starts)
+                    mask[self.layout.max_targets : -1] = room[self.forward_targets[agent]]
+            masks.append(mask)
+        return masks
 
     # ------------------------------------------------------------------ pieces
     def _job_slots(
         self, agent: int, round_: DecisionRound | None, running_in: list[set[int]]
     ) -> list[tuple[int, list[int]]]:
-        """Up to N (job, groups so far) pairs: the queue, then running jobs here."""
+        """Up to N (job, groups claimed so far) pairs: the queue, then running jobs here."""
+        limit = self.config.max_jobs
         slots: list[tuple[int, list[int]]] = []
         if round_ is not None:
-            slots = [(entry.job, entry.groups) for entry in round_.queues[agent]]
-        limit = self.config.max_jobs
-        for job in sorted(running_in[agent]):
-            if len(slots) >= limit:
-                break
-            slots.append((job, []))
-        return slots[:limit]
+            slots = [(entry.job, entry.groups) for entry in round_.queues[agent]][:limit]
+        if len(slots) < limit:
+            running = sorted(running_in[agent])[: limit - len(slots)]
+            slots.extend((job, []) for job in running)
+        return slots
 
     def _node_features(
         self,
         part: PartitionLayout,
-        sim: Simulator,
         slots: list[tuple[int, list[int]]],
+        placements: dict[int, tuple[np.ndarray, int]],
+        sim: Simulator,
         free_gpus: np.ndarray,
         free_cores: np.ndarray,
     ) -> np.ndarray:
@@ -250,61 +283,45 @@ class ObservationBuilder:
         num_targets = len(part.targets)
         if self.layout.level == "device":
             features[:num_targets, 0] = free_gpus[part.groups] / self.gpu_scale
-            features[:num_targets, 1] = (
-                free_cores[cluster.group_socket[part.groups]] / self.core_scale
-            )
+            features[:num_targets, 1] = free_cores[part.group_sockets] / self.core_scale
         else:
-            servers = part.targets
             group_free = np.add.reduceat(free_gpus, cluster.server_group_offsets[:-1])
             core_free = np.add.reduceat(free_cores, cluster.server_socket_offsets[:-1])
-            features[:num_targets, 0] = group_free[servers] / self.gpu_scale
-            features[:num_targets, 1] = core_free[servers] / self.core_scale
-        for slot, (job, groups) in enumerate(slots):
-            if groups:  # a job being placed: its tasks claimed so far
-                placed, workers = np.asarray(groups, dtype=np.int64), int(sim.num_workers[job])
-            elif sim.status[job] == JobStatus.RUNNING:
-                placed, workers = sim.job_placement(job)[0], int(sim.running_workers[job])
+            features[:num_targets, 0] = group_free[part.targets] / self.gpu_scale
+            features[:num_targets, 1] = core_free[part.targets] / self.core_scale
+        rows, columns = [], []
+        for slot, (job, claimed) in enumerate(slots):
+            if claimed:  # a job being placed: the tasks claimed so far
+                groups, workers = np.asarray(claimed, dtype=np.int64), int(sim.num_workers[job])
+            elif job in placements:
+                groups, workers = placements[job]
             else:
                 continue
-            is_ps = np.arange(len(placed)) >= workers
-            here = self.group_partition[placed] == part.partition
-            targets = self.group_target[placed[here]]
-            np.add.at(features[:, NUM_RESOURCES + 2 * slot], targets[~is_ps[here]], 1.0)
-            np.add.at(features[:, NUM_RESOURCES + 2 * slot + 1], targets[is_ps[here]], 1.0)
+            here = self.group_partition[groups] == part.partition
+            is_ps = (np.arange(len(groups)) >= workers)[here]
+            rows.append(self.group_target[groups[here]])
+            columns.append(NUM_RESOURCES + 2 * slot + is_ps)
+        if rows:
+            np.add.at(features, (np.concatenate(rows), np.concatenate(columns)), 1.0)
         return features
 
-    def _demand_row(self, sim: Simulator, job: int) -> np.ndarray:
-        return np.array(
-            [
-                sim.num_workers[job] / TASK_COUNT_SCALE,
-                sim.worker_gpus[job] / self.gpu_scale,
-                sim.worker_cpus[job] / self.core_scale,
-                sim.num_ps[job] / TASK_COUNT_SCALE,
-                sim.ps_gpus[job] / self.gpu_scale,
-                sim.ps_cpus[job] / self.core_scale,
-            ],
-            dtype=np.float32,
-        )
-
-    def _jobs_model(self, sim: Simulator, slots: list[tuple[int, list[int]]]) -> np.ndarray:
+    def _jobs_model(self, jobs: np.ndarray) -> np.ndarray:
         models = np.zeros((self.config.max_jobs, self.num_models), dtype=np.float32)
-        for slot, (job, _) in enumerate(slots):
-            models[slot, int(sim.workload.model[job])] = 1.0
+        models[np.arange(len(jobs)), self._models[jobs]] = 1.0
         return models
 
-    def _jobs_demand(self, sim: Simulator, slots: list[tuple[int, list[int]]]) -> np.ndarray:
+    def _jobs_demand(self, jobs: np.ndarray) -> np.ndarray:
         demand = np.zeros((self.config.max_jobs, self.demand_size), dtype=np.float32)
-        for slot, (job, _) in enumerate(slots):
-            demand[slot] = self._demand_row(sim, job)
+        demand[: len(jobs)] = self._demand_table[jobs]
         return demand
 
-    def _task(self, sim: Simulator, head: JobInProgress | None) -> np.ndarray:
+    def _task(self, head: JobInProgress | None) -> np.ndarray:
         task = np.zeros(1 + self.num_models + self.demand_size, dtype=np.float32)
         if head is None:
             return task
         task[0] = 1.0 if head.current_is_ps else 0.0
-        task[1 + int(sim.workload.model[head.job])] = 1.0
-        task[1 + self.num_models :] = self._demand_row(sim, head.job)
+        task[1 + self._models[head.job]] = 1.0
+        task[1 + self.num_models :] = self._demand_table[head.job]
         return task
 
     def _summaries(
@@ -315,21 +332,25 @@ class ObservationBuilder:
         free_gpus: np.ndarray,
         free_cores: np.ndarray,
     ) -> np.ndarray:
-        cluster = sim.cluster
         summary = np.zeros((self.layout.inter.view.num_nodes, SUMMARY_FEATURES), dtype=np.float32)
+        agents = self.num_agents
         scale = float(self.config.max_jobs)
-        for agent, part in enumerate(self.layout.partitions):
-            sockets = np.unique(cluster.group_socket[part.groups])
-            summary[agent, 0] = free_gpus[part.groups].sum() / cluster.group_gpus[part.groups].sum()
-            summary[agent, 1] = free_cores[sockets].sum() / cluster.socket_cores[sockets].sum()
-            summary[agent, 2] = (len(round_.queues[agent]) if round_ is not None else 0) / scale
-            summary[agent, 3] = len(running_in[agent]) / scale
-            links = self.partition_links[agent]
-            summary[agent, 4] = sim.link_jobs[links].mean() if len(links) else 0.0
-            summary[agent, 5] = 1.0 if round_ is not None and round_.head(agent) else 0.0
+        gpus = np.add.reduceat(free_gpus, self._partition_group_starts)
+        cores = np.add.reduceat(free_cores, self._partition_socket_starts)
+        summary[:agents, 0] = gpus / self._partition_gpus
+        summary[:agents, 1] = cores / self._partition_cores
+        if round_ is not None:
+            summary[:agents, 2] = [len(queue) / scale for queue in round_.queues]
+            summary[:agents, 5] = [1.0 if queue else 0.0 for queue in round_.queues]
+        summary[:agents, 3] = [len(jobs) / scale for jobs in running_in]
+        load = sim.link_jobs[self._partition_link_ids].astype(np.float64)
+        summary[:agents, 4] = (
+            np.add.reduceat(load, self._partition_link_starts) / self._partition_link_counts
+        )
         return summary
 
     def _partition_nodes(self, partition: int) -> np.ndarray:
+        """Global node ids of a partition's switches and CPU sockets (network link ends)."""
         cluster = self.layout.cluster
         servers = cluster.partition_servers(partition)
         sockets = np.arange(

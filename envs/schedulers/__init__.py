@@ -1,0 +1,76 @@
+"""Heuristic schedulers: a job ordering times a placement, behind one small interface.
+
+Typical use::
+
+    from envs.schedulers import make_scheduler
+    from envs.sim import Simulator
+
+    sim = Simulator(cluster, workload)
+    sim.run(make_scheduler("las+lif"))
+
+``make_scheduler("ordering+placement", rng=...)`` builds any combination of the
+orderings ``fifo, sjf, srtf, las, drf, sif, dsif, saf, lrf, spf, random`` and the
+placements ``packing, tetris, load-balancing, lif, depth-first, breadth-first, locality,
+random`` (:func:`scheduler_names`). Modules: ``base`` (the :class:`Ordering` and
+:class:`Placement` interfaces), ``scheduler`` (:class:`Scheduler`: the walk over the
+queue, backfilling, DSIF's delays), ``orderings``, ``packing`` (002), ``per_task`` (Tetris,
+load balancing, least interference, random), ``nodes`` (004's depth- and breadth-first),
+``locality`` (lowest common switch), ``view`` (the tentative :class:`ClusterView`),
+``tentative``/``capacity``/``tasks`` (placement helpers), ``domains`` (locality levels of
+a topology), ``loads`` and ``estimate`` (001's interference inputs, SAF's oracle).
+"""
+
+from envs.schedulers.base import Ordering, Placement
+from envs.schedulers.domains import LocalityLevels, locality_levels
+from envs.schedulers.locality import LocalityFirst, best_level
+from envs.schedulers.nodes import BreadthFirst, DepthFirst
+from envs.schedulers.orderings import (
+    DelayedShortestIdealTime,
+    DominantResourceFairness,
+    FirstInFirstOut,
+    LeastAttainedService,
+    LeastResourceFirst,
+    RandomOrder,
+    ShortestActualTime,
+    ShortestIdealTime,
+    ShortestJobFirst,
+    ShortestRemainingTimeFirst,
+    SmallestProductFirst,
+)
+from envs.schedulers.packing import Packing
+from envs.schedulers.per_task import LeastInterference, LoadBalancing, RandomPlacement, Tetris
+from envs.schedulers.registry import SchedulerNames, make_scheduler, scheduler_names
+from envs.schedulers.scheduler import Scheduler
+from envs.schedulers.view import ClusterView
+
+__all__ = [
+    "BreadthFirst",
+    "ClusterView",
+    "DelayedShortestIdealTime",
+    "DepthFirst",
+    "DominantResourceFairness",
+    "FirstInFirstOut",
+    "LeastAttainedService",
+    "LeastInterference",
+    "LeastResourceFirst",
+    "LoadBalancing",
+    "LocalityFirst",
+    "LocalityLevels",
+    "Ordering",
+    "Packing",
+    "Placement",
+    "RandomOrder",
+    "RandomPlacement",
+    "Scheduler",
+    "SchedulerNames",
+    "ShortestActualTime",
+    "ShortestIdealTime",
+    "ShortestJobFirst",
+    "ShortestRemainingTimeFirst",
+    "SmallestProductFirst",
+    "Tetris",
+    "best_level",
+    "locality_levels",
+    "make_scheduler",
+    "scheduler_names",
+]

@@ -1,0 +1,88 @@
+"""The two halves of a heuristic scheduler: which job next (ordering), and where (placement).
+
+An :class:`Ordering` ranks the waiting jobs; a :class:`Placement` maps one job to a GPU
+group per task, or says it cannot place the job whole. :class:`~envs.schedulers.scheduler.
+Scheduler` joins them. Both read a :class:`~envs.schedulers.view.ClusterView`, the
+scheduler's tentative picture of the free resources during one decision, so that jobs
+placed earlier in the same decision count.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+
+from envs.schedulers.tasks import JobTasks
+from envs.schedulers.view import ClusterView
+from envs.sim import Simulator
+
+
+class Ordering(ABC):
+    """Ranks waiting jobs, highest priority first.
+
+    :meth:`is_dynamic`: the rank of a job depends on what was placed before it in the same
+    decision (DRF's user shares), so the scheduler re-ranks the rest of the queue after
+    every placement. ``max_delays``: how many decisions a job may be held back because
+    its placement would not get its best locality (002's DSIF); 0 = never.
+    """
+
+    name: ClassVar[str]
+    max_delays: ClassVar[int] = 0
+
+    def is_dynamic(self, sim: Simulator) -> bool:
+        """Whether ranks change as jobs are placed within one decision (default: no)."""
+        return False
+
+    @abstractmethod
+    def order(self, sim: Simulator, jobs: np.ndarray, view: ClusterView) -> np.ndarray:
+        """``jobs`` (waiting job indices) rearranged, first to be considered first."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class Placement(ABC):
+    """Chooses one GPU group per task of a job: workers first, then parameter servers.
+
+    ``memoizable``: the answer depends only on the view and the job's task shape (plus
+    :meth:`key_columns`), so the scheduler may reuse it for alike jobs while nothing is
+    claimed. Random placements are not.
+    """
+
+    name: ClassVar[str]
+    memoizable: ClassVar[bool] = True
+
+    def place(self, sim: Simulator, job: int, view: ClusterView) -> np.ndarray | None:
+        """Task groups for ``job`` that fit ``view``, or None when it cannot be placed whole.
+
+        Never changes ``view``; the caller claims what it places.
+        """
+        tasks = JobTasks.of(sim, job)
+        if not view.could_hold(tasks):
+            return None
+        groups = self.choose(sim, tasks, view)
+        if groups is not None:
+            assert len(groups) == tasks.count, "a placement must give one group per task"
+        return groups
+
+    @abstractmethod
+    def choose(self, sim: Simulator, tasks: JobTasks, view: ClusterView) -> np.ndarray | None:
+        """The placement proper; ``view`` already passed the cheap capacity checks."""
+
+    def key_columns(self, sim: Simulator) -> list[np.ndarray]:
+        """Per-job values besides the task shape that this placement's answer depends on."""
+        return []
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def by_key(sim: Simulator, jobs: np.ndarray, *keys: np.ndarray) -> np.ndarray:
+    """``jobs`` sorted by ``keys`` (first = primary), ties by arrival time then index."""
+    jobs = np.asarray(jobs, dtype=np.int64)
+    arrival = np.asarray(sim.workload.arrival_time)[jobs]
+    # lexsort sorts by its last key first.
+    order = np.lexsort((jobs, arrival, *reversed([np.asarray(k) for k in keys])))
+    return jobs[order]

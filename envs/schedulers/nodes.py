@@ -1,0 +1,81 @@
+"""004's allocation policies (§3.1): depth-first and breadth-first over nodes (servers).
+
+- **depth-first** "assign[s] requested resources utilizing as few nodes as possible": the
+  servers are taken in index order and each is filled with as many of the job's tasks as
+  it holds before the next is used, so a job and the jobs after it consolidate on the
+  lowest-numbered servers with room (first fit).
+- **breadth-first** "assign[s] requested resources utilizing as many nodes as possible":
+  round-robin over the servers with room, in index order, one task per server per round.
+
+Unlike packing (:mod:`.packing`), neither looks for the tightest server: they differ from
+it, and from each other, in how a job spreads, which is what 004's dgemm (compute-bound,
+faster depth-first) and daxpy (network-bound, faster breadth-first) are sensitive to.
+Inside a server a task takes a group already holding the job, else the tightest group.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from envs.schedulers.base import Placement
+from envs.schedulers.tasks import JobTasks
+from envs.schedulers.tentative import ServerRoom, Tentative
+from envs.schedulers.view import ClusterView
+from envs.sim import Simulator
+
+
+class DepthFirst(Placement):
+    """Fill the lowest-numbered server with room completely, then the next."""
+
+    name = "depth-first"
+
+    def choose(self, sim: Simulator, tasks: JobTasks, view: ClusterView) -> np.ndarray | None:
+        attempt = Tentative.on(view, tasks)
+        room = ServerRoom(attempt)
+        if not room.could_ever_fit():
+            return None
+        # Filling one server never changes another's room, so the candidates are fixed.
+        for server in np.flatnonzero(room.takes_some()).tolist():
+            attempt.fill_server(server, attempt.unplaced)
+            if attempt.complete:
+                return attempt.result()
+        return None
+
+
+class BreadthFirst(Placement):
+    """One task per server with room per round, servers in index order."""
+
+    name = "breadth-first"
+
+    def choose(self, sim: Simulator, tasks: JobTasks, view: ClusterView) -> np.ndarray | None:
+        attempt = Tentative.on(view, tasks)
+        room = ServerRoom(attempt)
+        if not room.could_ever_fit():
+            return None
+        servers = np.flatnonzero(room.takes_some()).tolist()
+        while servers:
+            with_room = []
+            for server in servers:
+                if attempt.complete:
+                    return attempt.result()
+                if _place_one(attempt, server):
+                    with_room.append(server)
+            if attempt.complete:
+                return attempt.result()
+            servers = with_room
+        return None
+
+
+def _place_one(attempt: Tentative, server: int) -> bool:
+    """Put the first unplaced task that fits onto ``server``; False if none fits."""
+    tried_kinds: set[int] = set()
+    for task in attempt.unplaced.tolist():
+        kind = 0 if task < attempt.tasks.num_workers else 1
+        if kind in tried_kinds:
+            continue
+        tried_kinds.add(kind)
+        group = attempt.best_group_in_server(task, server)
+        if group >= 0:
+            attempt.assign(task, group)
+            return True
+    return False

@@ -1,0 +1,73 @@
+"""002's packing placement (§II-B, Fig. 2): few servers, each as full as possible.
+
+"The algorithm first tries to find the server with the fewest free GPUs that can satisfy
+the job's GPU demand if possible. If there is no such server, the algorithm chooses the
+server with the most amount of free GPUs, and then the remaining GPU requirement will be
+satisfied by the above logic again." Here a server "can satisfy" the remaining demand
+when it can hold every remaining task whole: GPUs from one group per task and cores from
+that group's socket, as the simulator requires. Ties go to the lower server index.
+Inside a server tasks go to a group already holding the job, else the tightest-fitting
+group (:meth:`~envs.schedulers.tentative.Tentative.best_group_in_server`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from envs.schedulers.base import Placement
+from envs.schedulers.tasks import JobTasks
+from envs.schedulers.tentative import ServerRoom, Tentative
+from envs.schedulers.view import ClusterView
+from envs.sim import Simulator
+
+
+def pack(attempt: Tentative, allowed: np.ndarray | None = None) -> np.ndarray | None:
+    """Run 002's packing rule on ``attempt``, using only servers where ``allowed`` is True."""
+    room = ServerRoom(attempt, allowed)
+    if not room.could_ever_fit():
+        return None
+    while True:
+        todo = attempt.unplaced
+        if not len(todo):
+            return attempt.result()
+        # Fewest free GPUs first (argmin: ties to the lower index); holds_all is necessary
+        # only, so confirm by filling and fall back to the next candidate.
+        tightness = np.where(room.holds_all(), room.free_gpus, np.iinfo(np.int64).max)
+        while tightness.size and tightness.min() < np.iinfo(np.int64).max:
+            server = int(np.argmin(tightness))
+            saved = attempt.checkpoint()
+            if attempt.fill_server(server, todo) == len(todo):
+                return attempt.result()
+            attempt.restore(saved)
+            tightness[server] = np.iinfo(np.int64).max
+        takes_some = room.takes_some()
+        if not takes_some.any():
+            return None
+        # argmax returns the first maximum: ties to the lower index.
+        server = int(np.argmax(np.where(takes_some, room.free_gpus, -1)))
+        if attempt.fill_server(server, todo) == 0:
+            return None
+        room.refresh(server)
+
+
+def pack_one(attempt: Tentative) -> np.ndarray | None:
+    """:func:`pack` for a job of one task, without the per-server bookkeeping: the server
+    with the fewest free GPUs among those with a group the task fits, then its group."""
+    fits = attempt.fitting_groups(0)
+    if not fits.any():
+        return None
+    free_gpus, _ = attempt.server_free()
+    servers = attempt.cluster.group_server[fits]
+    server = int(servers[np.argmin(free_gpus[servers])])  # groups ascend: ties to lower
+    attempt.assign(0, attempt.best_group_in_server(0, server))
+    return attempt.result()
+
+
+class Packing(Placement):
+    """002 Fig. 2: the tightest server that holds the rest, else the emptiest takes a share."""
+
+    name = "packing"
+
+    def choose(self, sim: Simulator, tasks: JobTasks, view: ClusterView) -> np.ndarray | None:
+        attempt = Tentative.on(view, tasks)
+        return pack_one(attempt) if tasks.count == 1 else pack(attempt)

@@ -1,0 +1,103 @@
+"""Schedulers by name: ``make_scheduler("fifo+packing")`` for every ordering x placement."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from envs.schedulers.base import Ordering, Placement
+from envs.schedulers.locality import LocalityFirst
+from envs.schedulers.nodes import BreadthFirst, DepthFirst
+from envs.schedulers.orderings import (
+    DelayedShortestIdealTime,
+    DominantResourceFairness,
+    FirstInFirstOut,
+    LeastAttainedService,
+    LeastResourceFirst,
+    RandomOrder,
+    ShortestActualTime,
+    ShortestIdealTime,
+    ShortestJobFirst,
+    ShortestRemainingTimeFirst,
+    SmallestProductFirst,
+)
+from envs.schedulers.packing import Packing
+from envs.schedulers.per_task import LeastInterference, LoadBalancing, RandomPlacement, Tetris
+from envs.schedulers.scheduler import Scheduler
+
+# Each factory gets the scheduler's generator and its placement (SAF's oracle needs it).
+ORDERINGS: dict[str, Callable[[np.random.Generator, Placement], Ordering]] = {
+    "fifo": lambda rng, placement: FirstInFirstOut(),
+    "sjf": lambda rng, placement: ShortestJobFirst(),
+    "srtf": lambda rng, placement: ShortestRemainingTimeFirst(),
+    "las": lambda rng, placement: LeastAttainedService(),
+    "drf": lambda rng, placement: DominantResourceFairness(),
+    "sif": lambda rng, placement: ShortestIdealTime(),
+    "dsif": lambda rng, placement: DelayedShortestIdealTime(),
+    "saf": lambda rng, placement: ShortestActualTime(placement),
+    "lrf": lambda rng, placement: LeastResourceFirst(),
+    "spf": lambda rng, placement: SmallestProductFirst(),
+    "random": lambda rng, placement: RandomOrder(rng),
+}
+
+PLACEMENTS: dict[str, Callable[[np.random.Generator], Placement]] = {
+    "packing": lambda rng: Packing(),
+    "tetris": lambda rng: Tetris(),
+    "load-balancing": lambda rng: LoadBalancing(),
+    "lif": lambda rng: LeastInterference(),
+    "depth-first": lambda rng: DepthFirst(),
+    "breadth-first": lambda rng: BreadthFirst(),
+    "locality": lambda rng: LocalityFirst(),
+    "random": lambda rng: RandomPlacement(rng),
+}
+
+
+class SchedulerNames(NamedTuple):
+    """The names ``make_scheduler`` combines as ``ordering+placement``."""
+
+    orderings: tuple[str, ...]
+    placements: tuple[str, ...]
+
+    def combinations(self) -> list[str]:
+        """Every ``ordering+placement`` name."""
+        return [f"{o}+{p}" for o in self.orderings for p in self.placements]
+
+
+def scheduler_names() -> SchedulerNames:
+    """The known orderings and placements, in the order of the issue."""
+    return SchedulerNames(tuple(ORDERINGS), tuple(PLACEMENTS))
+
+
+def make_scheduler(
+    name: str, rng: np.random.Generator | int | None = None, *, backfill: bool = True
+) -> Scheduler:
+    """The scheduler ``ordering+placement``, e.g. ``"fifo+packing"``, ``"las+lif"``.
+
+    ``rng`` drives the random ordering and placement: a Generator (used as is, so
+    consecutive runs continue its stream), a seed, or None for seed 0. Build a new
+    scheduler per run to repeat a run exactly. Raises ValueError for an unknown name,
+    listing the known orderings and placements.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"scheduler name must be a string like 'fifo+packing', got {name!r}")
+    ordering_name, plus, placement_name = name.strip().partition("+")
+    problems = []
+    if not plus:
+        problems.append(f"{name!r} is not of the form ordering+placement")
+    else:
+        if ordering_name not in ORDERINGS:
+            problems.append(f"unknown ordering {ordering_name!r}")
+        if placement_name not in PLACEMENTS:
+            problems.append(f"unknown placement {placement_name!r}")
+    if problems:
+        names = scheduler_names()
+        raise ValueError(
+            f"{'; '.join(problems)}; orderings: {', '.join(names.orderings)}; "
+            f"placements: {', '.join(names.placements)} (e.g. 'fifo+packing')"
+        )
+    generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng or 0)
+    placement = PLACEMENTS[placement_name](generator)
+    ordering = ORDERINGS[ordering_name](generator, placement)
+    return Scheduler(ordering, placement, backfill=backfill)

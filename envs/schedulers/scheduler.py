@@ -1,0 +1,270 @@
+"""A heuristic scheduler: an ordering of the waiting jobs times a placement of each job.
+
+At every decision point :meth:`Scheduler.schedule` ranks the waiting queue with its
+ordering and walks it, placing every job its placement can place whole:
+
+- **backfill** (default): a job that does not fit is skipped and the walk goes on, so
+  smaller jobs behind it may start; with ``backfill=False`` the walk stops at the first
+  job that does not fit or is held (strict order: nothing overtakes the head of the
+  queue).
+- **dynamic orderings** (DRF with users): the rest of the queue is re-ranked after every
+  placement, since the placement changed the ranks.
+- **delays** (``ordering.max_delays`` > 0, 002's DSIF): a job whose placement would span a
+  higher locality level than it could get on the empty cluster (:func:`.locality.
+  best_level`) is held back, counting one delay per decision, until it has been held
+  ``max_delays`` times; then it is placed wherever it fits. Held jobs behave like jobs
+  that do not fit. If at the end of a decision nothing runs at all, the held jobs are
+  placed anyway: with an idle cluster no completion would ever bring the next decision.
+
+**Speed on long queues.** Before any placement is called, the queue is filtered,
+vectorized: a job is skipped when its total GPUs or cores exceed what is free, or when
+some kind of its tasks (workers, parameter servers) exceeds the cluster's exact capacity
+for such tasks (:mod:`.capacity`); for a job without parameter servers that test is
+exact, so the placement is called only for jobs it will place. When a deterministic
+placement still fails for a job, the jobs of the same task shape behind it are skipped for
+the rest of the decision (the view would give them the same answer, and claims only
+shrink what is free). Across decisions, while nothing has been freed since the previous
+one (a decision brought by an arrival), the jobs that did not fit then cannot fit now:
+only the jobs that arrived since, and those held back, are ranked and walked.
+
+Both shortcuts assume a placement that fails keeps failing when resources shrink. That
+is exact for the capacity tests and for jobs of identical tasks; for the greedy
+placements of jobs with parameter servers it is a (rarely wrong) approximation, and such
+a job is retried at the next decision that frees resources.
+
+A scheduler keeps per-simulation state (delay counters, job keys), reset when it is
+handed a different simulator; reuse one across runs only sequentially.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from envs.schedulers.base import Ordering, Placement
+from envs.schedulers.domains import locality_levels
+from envs.schedulers.locality import best_level
+from envs.schedulers.orderings import total_cpus, total_gpus
+from envs.schedulers.tasks import CORE_TOLERANCE
+from envs.schedulers.view import ClusterView
+from envs.sim import JobStatus, Simulator
+
+
+class Scheduler:
+    """``ordering`` x ``placement``: the policy ``Simulator.run`` calls at every decision."""
+
+    def __init__(self, ordering: Ordering, placement: Placement, backfill: bool = True) -> None:
+        if not isinstance(ordering, Ordering):
+            raise TypeError(f"ordering must be an Ordering, got {type(ordering).__name__}")
+        if not isinstance(placement, Placement):
+            raise TypeError(f"placement must be a Placement, got {type(placement).__name__}")
+        self.ordering = ordering
+        self.placement = placement
+        self.backfill = backfill
+        self.delays: dict[int, int] = {}
+        self._sim_ref: weakref.ref[Simulator] | None = None
+        self._keys = np.zeros(0, np.int64)
+        self._totals = np.zeros((0, 2))
+        self._counts = np.zeros((0, 2), np.int64)
+        self._kinds: list[tuple[int, float]] = []
+        self._worker_kind = np.zeros(0, np.int64)
+        self._ps_kind = np.zeros(0, np.int64)
+        self._best_level: dict[int, int] = {}
+        self._settled = np.zeros(0, dtype=bool)
+        self._last_free: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def name(self) -> str:
+        """``ordering+placement``, the registry name."""
+        return f"{self.ordering.name}+{self.placement.name}"
+
+    def __repr__(self) -> str:
+        return f"Scheduler({self.ordering!r}, {self.placement!r}, backfill={self.backfill})"
+
+    # ------------------------------------------------------------------ decisions
+    def schedule(self, sim: Simulator) -> None:
+        """Place what the ordering and placement allow now (see the module docstring)."""
+        self._bind(sim)
+        waiting = sim.waiting_jobs()
+        view = ClusterView(sim, job_keys=self._keys)
+        if not self.backfill:
+            if len(waiting):
+                queue = np.asarray(self.ordering.order(sim, waiting, view), dtype=np.int64)
+                self._walk_strict(sim, view, queue)
+            return
+        if self._only_shrank(view):
+            waiting = waiting[~self._settled[waiting]]
+        else:
+            self._settled[:] = False
+        if len(waiting):
+            queue = np.asarray(self.ordering.order(sim, waiting, view), dtype=np.int64)
+            held = self._walk(sim, view, queue, allow_delays=self.ordering.max_delays > 0)
+            if held and not len(sim.running_jobs()):
+                self._walk(sim, view, np.asarray(held, dtype=np.int64), allow_delays=False)
+            # What is still waiting did not fit; only held jobs deserve another look
+            # before something frees resources.
+            self._settled[queue[sim.status[queue] == JobStatus.WAITING]] = True
+            self._settled[list(self.delays)] = False
+        self._last_free = (sim.free_gpus.copy(), sim.free_cores.copy())
+
+    def _only_shrank(self, view: ClusterView) -> bool:
+        """Whether no GPU or core was freed since the end of the previous decision."""
+        if self._last_free is None:
+            return False
+        gpus, cores = self._last_free
+        return bool(
+            (view.free_gpus <= gpus).all() and (view.free_cores <= cores + CORE_TOLERANCE).all()
+        )
+
+    def _walk_strict(self, sim: Simulator, view: ClusterView, queue: np.ndarray) -> None:
+        for job in queue.tolist():
+            groups = view.place(self.placement, job)
+            if groups is None:
+                return
+            # Hold only while something runs: its completion brings the next decision.
+            if len(sim.running_jobs()) and self._hold(sim, job, groups):
+                return
+            self._start(sim, view, job, groups)
+
+    def _walk(
+        self, sim: Simulator, view: ClusterView, queue: np.ndarray, allow_delays: bool
+    ) -> list[int]:
+        """Backfilling walk over ``queue``; returns the jobs held back for locality."""
+        held: list[int] = []
+        demand = self._demand_of(queue)
+        alive = self._might_fit(view, demand)
+        position = 0
+        while True:
+            ahead = alive[position:]
+            if not ahead.any():
+                return held
+            position += int(np.argmax(ahead))
+            job = int(queue[position])
+            groups = view.place(self.placement, job)
+            if groups is None:
+                if self.placement.memoizable:
+                    alive[position:] &= self._keys[queue[position:]] != self._keys[job]
+                alive[position] = False
+                position += 1
+                continue
+            if allow_delays and self._hold(sim, job, groups):
+                held.append(job)
+                position += 1
+                continue
+            self._start(sim, view, job, groups)
+            position += 1
+            if self.ordering.is_dynamic(sim):
+                rest = queue[position:][alive[position:]]
+                queue = np.concatenate([queue[:position], self.ordering.order(sim, rest, view)])
+                alive = np.concatenate([alive[:position], np.ones(len(rest), dtype=bool)])
+                demand = self._demand_of(queue)
+            if alive[position:].any():
+                alive[position:] &= self._might_fit(view, demand.after(position))
+
+    def _start(self, sim: Simulator, view: ClusterView, job: int, groups: np.ndarray) -> None:
+        sim.place(job, groups)
+        view.claim(job, groups)
+        self.delays.pop(job, None)
+
+    def _hold(self, sim: Simulator, job: int, groups: np.ndarray) -> bool:
+        """Whether to hold ``job`` back this decision (and count it) for better locality."""
+        limit = self.ordering.max_delays
+        if limit <= 0 or self.delays.get(job, 0) >= limit:
+            return False
+        key = int(self._keys[job])
+        best = self._best_level.get(key)
+        if best is None:
+            best = self._best_level[key] = best_level(sim, job)
+        levels = locality_levels(sim.cluster)
+        if levels.span_level(sim.cluster.group_server[groups]) <= best:
+            return False
+        self.delays[job] = self.delays.get(job, 0) + 1
+        return True
+
+    # ------------------------------------------------------------------ helpers
+    def _demand_of(self, jobs: np.ndarray) -> _QueueDemand:
+        """The columns :meth:`_might_fit` reads, gathered once for a queue."""
+        return _QueueDemand(
+            self._totals[jobs], self._counts[jobs], self._worker_kind[jobs], self._ps_kind[jobs]
+        )
+
+    def _might_fit(self, view: ClusterView, demand: _QueueDemand) -> np.ndarray:
+        """Per job, the vectorized necessary test: totals, and each task kind on its own.
+
+        The per-kind test uses the exact capacity of the cluster for identical tasks, so a
+        job without parameter servers that passes it will be placed.
+        """
+        totals, counts = demand.totals, demand.counts
+        mask = (totals[:, 0] <= view.total_free_gpus) & (
+            totals[:, 1] <= view.total_free_cores + CORE_TOLERANCE
+        )
+        has_ps = demand.ps_kind >= 0
+        present = np.bincount(demand.worker_kind[mask], minlength=len(self._kinds))
+        present += np.bincount(demand.ps_kind[mask & has_ps], minlength=len(self._kinds))
+        capacity = np.full(len(self._kinds), -1, dtype=np.int64)
+        for kind in np.flatnonzero(present).tolist():
+            capacity[kind] = view.kind_capacity(*self._kinds[kind])
+        mask &= counts[:, 0] <= capacity[demand.worker_kind]
+        mask &= ~has_ps | (counts[:, 1] <= capacity[np.maximum(demand.ps_kind, 0)])
+        return mask
+
+    def _bind(self, sim: Simulator) -> None:
+        """Per-simulator state: job keys for memoization, demands, fresh delay counters."""
+        if self._sim_ref is not None and self._sim_ref() is sim:
+            return
+        self._sim_ref = weakref.ref(sim)
+        self.delays = {}
+        self._best_level = {}
+        self._settled = np.zeros(sim.num_jobs, dtype=bool)
+        self._last_free = None
+        jobs = np.arange(sim.num_jobs)
+        self._totals = np.stack([total_gpus(sim, jobs), total_cpus(sim, jobs)], axis=1)
+        self._counts = np.stack([sim.num_workers, sim.num_ps], axis=1).astype(np.int64)
+        # Task kinds (GPUs, cores) of workers and parameter servers, numbered together.
+        kind_rows = np.concatenate(
+            [
+                np.stack([sim.worker_gpus, sim.worker_cpus], axis=1),
+                np.stack([sim.ps_gpus, sim.ps_cpus], axis=1),
+            ]
+        ).astype(np.float64)
+        kinds, kind_of = np.unique(kind_rows, axis=0, return_inverse=True)
+        kind_of = kind_of.reshape(-1)
+        self._kinds = [(int(gpus), float(cpus)) for gpus, cpus in kinds]
+        self._worker_kind = kind_of[: sim.num_jobs]
+        self._ps_kind = np.where(sim.num_ps > 0, kind_of[sim.num_jobs :], -1)
+        shape = [
+            sim.num_workers,
+            sim.worker_gpus,
+            sim.worker_cpus,
+            sim.num_ps,
+            sim.ps_gpus,
+            sim.ps_cpus,
+            *self.placement.key_columns(sim),
+        ]
+        rows = np.stack([np.asarray(column, dtype=np.float64) for column in shape], axis=1)
+        if len(rows):
+            _, inverse = np.unique(rows, axis=0, return_inverse=True)
+            self._keys = inverse.reshape(-1).astype(np.int64)
+        else:
+            self._keys = np.zeros(0, np.int64)
+
+
+@dataclass(frozen=True)
+class _QueueDemand:
+    """Per queued job: total (GPUs, cores), (workers, PS) counts, and task kind ids."""
+
+    totals: np.ndarray
+    counts: np.ndarray
+    worker_kind: np.ndarray
+    ps_kind: np.ndarray
+
+    def after(self, position: int) -> _QueueDemand:
+        """The same columns for the jobs from ``position`` on."""
+        return _QueueDemand(
+            self.totals[position:],
+            self.counts[position:],
+            self.worker_kind[position:],
+            self.ps_kind[position:],
+        )

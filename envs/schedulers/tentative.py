@@ -1,0 +1,196 @@
+"""One placement attempt: a private copy of the free resources and the groups chosen so far.
+
+Placements assign a job's tasks one at a time; each assignment must see the previous
+ones (two tasks on one socket share its cores). A :class:`Tentative` holds that scratch
+state, so a placement that fails half-way leaves the view untouched and returns None.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from envs.schedulers.capacity import server_capacity, server_sums, sockets_capacity
+from envs.schedulers.tasks import CORE_TOLERANCE, JobTasks, TaskKind
+from envs.schedulers.view import ClusterView
+from envs.topology import Cluster
+
+
+class Tentative:
+    """Free GPUs/cores after the tasks assigned so far; ``groups[t]`` = -1 while unplaced."""
+
+    def __init__(
+        self, cluster: Cluster, free_gpus: np.ndarray, free_cores: np.ndarray, tasks: JobTasks
+    ) -> None:
+        self.cluster = cluster
+        self.tasks = tasks
+        self.free_gpus = np.array(free_gpus, dtype=np.int64)
+        self.free_cores = np.array(free_cores, dtype=np.float64)
+        self.groups = np.full(tasks.count, -1, dtype=np.int64)
+
+    @classmethod
+    def on(cls, view: ClusterView, tasks: JobTasks) -> Tentative:
+        """An attempt at placing ``tasks`` on what ``view`` has free."""
+        return cls(view.cluster, view.free_gpus, view.free_cores, tasks)
+
+    @classmethod
+    def on_empty(cls, cluster: Cluster, tasks: JobTasks) -> Tentative:
+        """An attempt at placing ``tasks`` on ``cluster`` with nothing running."""
+        return cls(cluster, cluster.group_gpus, cluster.socket_cores, tasks)
+
+    # ------------------------------------------------------------------ state
+    @property
+    def unplaced(self) -> np.ndarray:
+        """Indices of the tasks not assigned yet, in task order."""
+        return np.flatnonzero(self.groups < 0)
+
+    @property
+    def complete(self) -> bool:
+        """True once every task has a group."""
+        return bool((self.groups >= 0).all())
+
+    def result(self) -> np.ndarray | None:
+        """The task groups when complete, else None (placements never return partial ones)."""
+        return self.groups.copy() if self.complete else None
+
+    def checkpoint(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A copy of the state, for :meth:`restore` after a trial that did not work out."""
+        return self.free_gpus.copy(), self.free_cores.copy(), self.groups.copy()
+
+    def restore(self, state: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        """Go back to a :meth:`checkpoint`."""
+        self.free_gpus, self.free_cores, self.groups = (array.copy() for array in state)
+
+    def used_servers(self) -> np.ndarray:
+        """Boolean per server: True where this job already has a task."""
+        used = np.zeros(self.cluster.num_servers, dtype=bool)
+        placed = self.groups[self.groups >= 0]
+        used[self.cluster.group_server[placed]] = True
+        return used
+
+    # ------------------------------------------------------------------ fitting
+    def fitting_groups(self, task: int) -> np.ndarray:
+        """Boolean per GPU group: True where ``task`` fits now."""
+        gpus, cpus = int(self.tasks.gpus[task]), float(self.tasks.cpus[task])
+        cores = self.free_cores[self.cluster.group_socket]
+        return (self.free_gpus >= gpus) & (cores >= cpus - CORE_TOLERANCE)
+
+    def server_capacity(self, kind: TaskKind) -> np.ndarray:
+        """Tasks of ``kind`` each server can still take."""
+        return server_capacity(self.cluster, self.free_gpus, self.free_cores, kind.gpus, kind.cpus)
+
+    def server_free(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(free GPUs, free cores)`` per server."""
+        return server_sums(self.cluster, self.free_gpus, self.free_cores)
+
+    # ------------------------------------------------------------------ assigning
+    def assign(self, task: int, group: int) -> None:
+        """Put ``task`` on ``group`` (the caller checked that it fits)."""
+        self.free_gpus[group] -= int(self.tasks.gpus[task])
+        self.free_cores[self.cluster.group_socket[group]] -= float(self.tasks.cpus[task])
+        self.groups[task] = group
+
+    def best_group_in_server(self, task: int, server: int) -> int:
+        """The group of ``server`` for ``task``, or -1 when none fits.
+
+        Preference: a group already holding this job's tasks (talk over PCIe, not QPI),
+        then the tightest fit (fewest free GPUs, keeping whole groups for larger tasks),
+        then the lowest index.
+        """
+        cluster = self.cluster
+        start, stop = cluster.server_group_offsets[server : server + 2].tolist()
+        need_gpus, need_cpus = int(self.tasks.gpus[task]), float(self.tasks.cpus[task])
+        free_gpus = self.free_gpus[start:stop].tolist()
+        cores = self.free_cores[cluster.group_socket[start:stop]].tolist()
+        hosting = set(self.groups.tolist())
+        # A server has a handful of groups: plain Python beats numpy's per-call overhead.
+        best, best_key = -1, None
+        for offset, (free, free_cores) in enumerate(zip(free_gpus, cores, strict=True)):
+            if free < need_gpus or free_cores < need_cpus - CORE_TOLERANCE:
+                continue
+            group = start + offset
+            key = (group not in hosting, free)
+            if best_key is None or key < best_key:
+                best, best_key = group, key
+        return best
+
+    def fill_server(self, server: int, tasks: np.ndarray) -> int:
+        """Assign as many of ``tasks`` (in order) to ``server`` as fit; returns how many."""
+        placed = 0
+        failed_kinds: set[int] = set()
+        for task in tasks.tolist():
+            kind = 0 if task < self.tasks.num_workers else 1
+            if kind in failed_kinds:
+                continue  # an identical task did not fit; neither will this one
+            group = self.best_group_in_server(task, server)
+            if group < 0:
+                failed_kinds.add(kind)
+                continue
+            self.assign(task, group)
+            placed += 1
+        return placed
+
+
+class ServerRoom:
+    """Per server: free GPUs, free cores and room for each task kind of one attempt.
+
+    Built once (vectorized) and refreshed one server at a time after that server is
+    filled, so a placement that walks many servers does not rescan the cluster each step.
+    """
+
+    def __init__(self, attempt: Tentative, allowed: np.ndarray | None = None) -> None:
+        self.attempt = attempt
+        self.allowed = allowed
+        self.free_gpus, self.free_cores = attempt.server_free()
+        self.kinds = attempt.tasks.kinds
+        self.capacity = [attempt.server_capacity(kind) for kind in self.kinds]
+
+    def could_ever_fit(self) -> bool:
+        """Whether each kind fits in the allowed servers taken together (exact per kind)."""
+        for kind, capacity in zip(self.kinds, self.capacity, strict=True):
+            room = capacity if self.allowed is None else capacity[self.allowed]
+            if int(room.sum()) < kind.count:
+                return False
+        return True
+
+    def _remaining(self) -> list[tuple[int, int]]:
+        todo = self.attempt.groups < 0
+        counts = [
+            (index, int(todo[kind.start : kind.stop].sum()))
+            for index, kind in enumerate(self.kinds)
+        ]
+        return [(index, count) for index, count in counts if count]
+
+    def holds_all(self) -> np.ndarray:
+        """Boolean per server: it passes the necessary test for all unplaced tasks (callers
+        confirm by filling: the kinds compete for one server's cores)."""
+        remaining = self._remaining()
+        kinds = self.kinds
+        mask = self.free_gpus >= sum(kinds[i].gpus * count for i, count in remaining)
+        mask &= (
+            self.free_cores >= sum(kinds[i].cpus * count for i, count in remaining) - CORE_TOLERANCE
+        )
+        for index, count in remaining:
+            mask &= self.capacity[index] >= count
+        return mask if self.allowed is None else mask & self.allowed
+
+    def takes_some(self) -> np.ndarray:
+        """Boolean per server: it has room for at least one unplaced task."""
+        mask = np.zeros(len(self.free_gpus), dtype=bool)
+        for index, _ in self._remaining():
+            mask |= self.capacity[index] > 0
+        return mask if self.allowed is None else mask & self.allowed
+
+    def refresh(self, server: int) -> None:
+        """Recompute ``server``'s entries after the attempt changed it."""
+        attempt = self.attempt
+        cluster = attempt.cluster
+        group_start, group_stop = cluster.server_group_offsets[server : server + 2]
+        socket_start, socket_stop = cluster.server_socket_offsets[server : server + 2]
+        free_gpus = attempt.free_gpus[group_start:group_stop]
+        free_cores = attempt.free_cores[socket_start:socket_stop]
+        self.free_gpus[server] = free_gpus.sum()
+        self.free_cores[server] = free_cores.sum()
+        local_socket = cluster.group_socket[group_start:group_stop] - socket_start
+        for kind, capacity in zip(self.kinds, self.capacity, strict=True):
+            per_socket = sockets_capacity(local_socket, free_gpus, free_cores, kind.gpus, kind.cpus)
+            capacity[server] = per_socket.sum()

@@ -1,0 +1,209 @@
+"""The hierarchical GNN scheduler of paper 001 (§IV-A, §IV-B), over ``pod_scheduling_v0``
+observations, as a plain torch module (the RLModule wrapper is in :mod:`.rl_modules`).
+
+1. **Inner GNN** -- ``inner_layers`` edge-conditioned convolutions over the agent's inner
+   graph (GPU groups, sockets, switches; or servers) give node embeddings H.
+2. **Encoder** -- H of the placement targets (masked mean and max, so one model fits
+   every partition size), the concurrent jobs' models x and demands r, and the task p
+   go through an MLP to the scheduler feature z^0.
+3. **Inter-scheduler GNN** -- the agent's own node starts from z^0, the other schedulers
+   from their shared summaries, top-tier switches from their type; ``inter_layers``
+   convolutions give z^1..z^K. The state is the DenseNet-style concatenation
+   s = (z^0, z^1, ..., z^K) at the agent's node.
+4. **Heads** -- the actor scores each placement target from its embedding with s, each
+   forward target from that scheduler's concatenated embeddings with s, and "wait" from
+   s (one hidden layer of ``head_hidden``, ReLU); logits of masked actions are pushed to
+   the float minimum. The critic maps s to the value.
+
+Graphs of a batch are joined by offset arithmetic on ``edge_index`` (sample b's nodes
+are ``b * n + i``); padded edges are dropped and padded nodes, which then have no
+neighbours, are zeroed after every layer and never enter pooling or logits. Nothing loops
+over batch elements or agents. With ``others="full"`` observations the other partitions'
+node features enter as pooled per-scheduler features, so nothing is encoded 20 times.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+from gymnasium import spaces
+from torch import Tensor, nn
+
+from models.config import GNNModelConfig
+from models.layers import EdgeConditionedConv
+
+MASKED_LOGIT = torch.finfo(torch.float32).min
+TARGET_TYPES = [0, 3]  # gpu_group, server in envs.topology.views.VIEW_NODE_TYPES
+EDGE_DIM = 3
+
+
+def mlp(sizes: list[int]) -> nn.Sequential:
+    """Linear layers with ReLU between them (none after the last)."""
+    layers: list[nn.Module] = []
+    for index, (fan_in, fan_out) in enumerate(itertools.pairwise(sizes)):
+        layers.append(nn.Linear(fan_in, fan_out))
+        if index < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def batch_graph(
+    edge_index: Tensor, edge_attr: Tensor, edge_mask: Tensor, num_nodes: int
+) -> tuple[Tensor, Tensor]:
+    """Join B padded graphs into one: node i of sample b becomes ``b * num_nodes + i``."""
+    batch = edge_index.shape[0]
+    offsets = torch.arange(batch, device=edge_index.device).view(batch, 1, 1) * num_nodes
+    joined = (edge_index.long() + offsets).permute(1, 0, 2).reshape(2, -1)
+    valid = edge_mask.reshape(-1) > 0
+    return joined[:, valid], edge_attr.reshape(-1, edge_attr.shape[-1])[valid].float()
+
+
+def masked_pool(values: Tensor, mask: Tensor) -> Tensor:
+    """Mean and max over dimension 1 of ``values`` [B, n, H] where ``mask`` [B, n] > 0."""
+    weights = mask.float().unsqueeze(-1)
+    count = weights.sum(dim=1).clamp(min=1.0)
+    mean = (values * weights).sum(dim=1) / count
+    maximum = values.masked_fill(weights == 0, MASKED_LOGIT).max(dim=1).values
+    maximum = torch.where(weights.sum(dim=1) > 0, maximum, torch.zeros_like(maximum))
+    return torch.cat([mean, maximum], dim=-1)
+
+
+class PodGNN(nn.Module):
+    """001's hierarchical GNN actor-critic for one observation space (see module doc)."""
+
+    def __init__(
+        self, observation_space: spaces.Dict, num_actions: int, config: GNNModelConfig
+    ) -> None:
+        super().__init__()
+        self.config = config
+        shapes = {key: space.shape for key, space in observation_space.spaces.items()}
+        self.num_schedulers = shapes["self"][0]
+        self.num_targets = num_actions - self.num_schedulers
+        node_inputs = shapes["node_features"][1] + shapes["node_type"][1]
+        hidden = config.hidden
+
+        def conv() -> EdgeConditionedConv:
+            return EdgeConditionedConv(
+                hidden, hidden, EDGE_DIM, config.edge_network, config.edge_rank, config.aggregation
+            )
+
+        self.node_input = nn.Linear(node_inputs, hidden)
+        self.inner = nn.ModuleList(conv() for _ in range(config.inner_layers))
+        jobs = shapes["jobs_model"][0] * (shapes["jobs_model"][1] + shapes["jobs_demand"][1])
+        encoder_inputs = 2 * hidden + jobs + shapes["task"][0]
+        self.full_view = "partitions" in shapes
+        if self.full_view:
+            self.partition_input = nn.Linear(shapes["partitions"][2], hidden)
+        self.encoder = mlp([encoder_inputs, config.encoder_hidden, hidden])
+        summary_inputs = shapes["schedulers"][1] + shapes["inter_node_type"][1]
+        self.scheduler_input = nn.Linear(
+            summary_inputs + (2 * hidden if self.full_view else 0), hidden
+        )
+        self.inter = nn.ModuleList(conv() for _ in range(config.inter_layers))
+        state = hidden * (1 + config.inter_layers)
+        self.state_size = state
+        self.place_head = mlp([hidden + state, config.head_hidden, 1])
+        self.forward_head = mlp([state + state, config.head_hidden, 1])
+        self.wait_head = mlp([state, config.head_hidden, 1])
+        self.value_head = mlp([state, config.head_hidden, 1])
+
+    # ------------------------------------------------------------------ parts
+    def inner_embeddings(self, obs: dict[str, Tensor]) -> Tensor:
+        """H: [B, n, hidden] node embeddings of each sample's inner graph."""
+        features = torch.cat([obs["node_features"].float(), obs["node_type"].float()], dim=-1)
+        batch, num_nodes, _ = features.shape
+        node_valid = (obs["node_mask"] > 0).reshape(-1, 1).float()
+        edge_index, edge_attr = batch_graph(
+            obs["edge_index"], obs["edge_attr"], obs["edge_mask"], num_nodes
+        )
+        h = self.node_input(features.reshape(batch * num_nodes, -1)) * node_valid
+        for layer in self.inner:
+            h = layer(h, edge_index, edge_attr) * node_valid
+        return h.view(batch, num_nodes, -1)
+
+    def scheduler_states(self, obs: dict[str, Tensor], embeddings: Tensor) -> tuple[Tensor, Tensor]:
+        """``(s, Z)``: the agent's state [B, state] and every inter node's [B, V, state]."""
+        # Targets are the GPU-group (or server) nodes among the first M; a smaller
+        # partition's later slots hold its sockets and switches instead.
+        types = obs["node_type"][:, : self.num_targets].float()
+        target_mask = (types[..., TARGET_TYPES].sum(-1) > 0) & (
+            obs["node_mask"][:, : self.num_targets] > 0
+        )
+        pooled = masked_pool(embeddings[:, : self.num_targets], target_mask)
+        batch = pooled.shape[0]
+        z0 = self.encoder(
+            torch.cat(
+                [
+                    pooled,
+                    obs["jobs_model"].float().reshape(batch, -1),
+                    obs["jobs_demand"].float().reshape(batch, -1),
+                    obs["task"].float(),
+                ],
+                dim=-1,
+            )
+        )
+        summaries = [obs["schedulers"].float(), obs["inter_node_type"].float()]
+        num_inter = summaries[0].shape[1]
+        if self.full_view:
+            partitions = self.partition_input(obs["partitions"].float())  # [B, P, n, hidden]
+            node_mask = (obs["partitions"].abs().sum(-1) > 0).float()
+            per_scheduler = torch.cat(
+                [
+                    (partitions * node_mask.unsqueeze(-1)).sum(2)
+                    / node_mask.sum(2, keepdim=True).clamp(min=1),
+                    partitions.max(dim=2).values,
+                ],
+                dim=-1,
+            )
+            padding = per_scheduler.new_zeros(
+                batch, num_inter - self.num_schedulers, per_scheduler.shape[-1]
+            )
+            summaries.append(torch.cat([per_scheduler, padding], dim=1))
+        nodes = self.scheduler_input(torch.cat(summaries, dim=-1))  # [B, V, hidden]
+        self_mask = torch.zeros(batch, num_inter, 1, device=nodes.device)
+        self_mask[:, : self.num_schedulers, 0] = obs["self"].float()
+        nodes = self_mask * z0.unsqueeze(1) + (1 - self_mask) * nodes
+        edge_index, edge_attr = batch_graph(
+            obs["inter_edge_index"], obs["inter_edge_attr"], obs["inter_edge_mask"], num_inter
+        )
+        layers = [nodes]
+        h = nodes.reshape(batch * num_inter, -1)
+        for layer in self.inter:
+            h = layer(h, edge_index, edge_attr)
+            layers.append(h.view(batch, num_inter, -1))
+        every_node = torch.cat(layers, dim=-1)  # DenseNet-style concatenation per node
+        state = (every_node * self_mask).sum(dim=1)
+        return state, every_node
+
+    def logits(
+        self, obs: dict[str, Tensor], embeddings: Tensor, state: Tensor, nodes: Tensor
+    ) -> Tensor:
+        """Masked action logits [B, A]: targets, forwards, wait."""
+        batch = state.shape[0]
+        targets = embeddings[:, : self.num_targets]
+        expanded = state.unsqueeze(1)
+        place = self.place_head(
+            torch.cat([targets, expanded.expand(-1, self.num_targets, -1)], dim=-1)
+        ).squeeze(-1)
+        forward_nodes = obs["forward_targets"].long()  # [B, P-1] scheduler node ids
+        gathered = torch.gather(
+            nodes, 1, forward_nodes.unsqueeze(-1).expand(-1, -1, nodes.shape[-1])
+        )
+        forward = self.forward_head(
+            torch.cat([gathered, expanded.expand(-1, forward_nodes.shape[1], -1)], dim=-1)
+        ).squeeze(-1)
+        wait = self.wait_head(state)
+        logits = torch.cat([place, forward.view(batch, -1), wait], dim=-1)
+        mask = obs["action_mask"].float()
+        return logits + torch.clamp(torch.log(mask), min=MASKED_LOGIT)
+
+    def value(self, state: Tensor) -> Tensor:
+        """The critic: [B] values."""
+        return self.value_head(state).squeeze(-1)
+
+    def forward(self, obs: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        """``(logits [B, A], state [B, state])``."""
+        embeddings = self.inner_embeddings(obs)
+        state, nodes = self.scheduler_states(obs, embeddings)
+        return self.logits(obs, embeddings, state, nodes), state

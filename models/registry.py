@@ -1,0 +1,21 @@
+"""RLModule classes by the names experiment configs use (``model: {name: pod_gnn}``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+MODULES: dict[str, str] = {
+    "pod_gnn": "models.rl_modules:PodGNNModule",
+    "pod_mlp": "models.rl_modules:PodMLPModule",
+}
+
+
+def module_class(name: str) -> Any:
+    """The RLModule class registered as ``name``."""
+    import importlib
+
+    target = MODULES.get(name)
+    if target is None:
+        raise ValueError(f"unknown model {name!r}; known: {', '.join(sorted(MODULES))}")
+    module_name, class_name = target.split(":")
+    return getattr(importlib.import_module(module_name), class_name)

@@ -1,0 +1,90 @@
+"""RLlib RLModules (new API stack) of the per-pod schedulers.
+
+``PodGNNModule``: :class:`~models.pod_gnn.PodGNN` (001's hierarchical GNN) as a
+``TorchRLModule`` with ``ValueFunctionAPI`` for PPO. ``PodMLPModule``: the baseline MLP
+over the flattened observation, to show what the graph structure buys. Both read their
+settings from ``model_config`` through our dataclasses (unknown keys fail), return
+``Columns.ACTION_DIST_INPUTS`` (masked logits) and ``Columns.EMBEDDINGS`` (the state, so
+``compute_values`` reuses the encoder pass).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
+from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+from ray.rllib.core.rl_module.torch import TorchRLModule
+from torch import Tensor, nn
+
+from models.config import GNNModelConfig, MLPModelConfig
+from models.pod_gnn import MASKED_LOGIT, PodGNN, mlp
+
+# Observation entries that are structure (indices, masks) rather than features.
+STRUCTURE_KEYS = ("edge_index", "inter_edge_index", "forward_targets", "action_mask")
+# Keys RLlib itself adds to every model_config (e.g. PPO's vf_share_layers).
+RLLIB_KEYS = frozenset(field.name for field in dataclasses.fields(DefaultModelConfig))
+
+
+def our_settings(model_config: dict[str, Any] | None) -> dict[str, Any]:
+    """``model_config`` without RLlib's own keys, for our strict dataclasses."""
+    return {key: value for key, value in (model_config or {}).items() if key not in RLLIB_KEYS}
+
+
+class PodGNNModule(TorchRLModule, ValueFunctionAPI):
+    """001's hierarchical edge-conditioned GNN actor-critic (see :mod:`models.pod_gnn`)."""
+
+    def setup(self) -> None:
+        """Build the network from ``model_config`` (a :class:`GNNModelConfig` dict)."""
+        self.settings = GNNModelConfig.from_model_config(our_settings(self.model_config))
+        self.net = PodGNN(self.observation_space, int(self.action_space.n), self.settings)
+
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Tensor]:
+        logits, state = self.net(batch[Columns.OBS])
+        return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: state}
+
+    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> Tensor:
+        """Values [B] from the state, recomputed only when not passed in."""
+        if embeddings is None:
+            obs = batch[Columns.OBS]
+            embeddings, _ = self.net.scheduler_states(obs, self.net.inner_embeddings(obs))
+        return self.net.value(embeddings)
+
+
+class PodMLPModule(TorchRLModule, ValueFunctionAPI):
+    """An MLP over every feature of the observation, flattened (no graph structure)."""
+
+    def setup(self) -> None:
+        """Build the MLP from ``model_config`` (a :class:`MLPModelConfig` dict)."""
+        self.settings = MLPModelConfig.from_model_config(our_settings(self.model_config))
+        self.feature_keys = sorted(
+            key for key in self.observation_space.spaces if key not in STRUCTURE_KEYS
+        )
+        inputs = sum(
+            int(torch.tensor(self.observation_space[key].shape).prod()) for key in self.feature_keys
+        )
+        sizes = [inputs, *self.settings.hidden]
+        self.encoder = nn.Sequential(mlp(sizes), nn.ReLU())
+        self.policy = nn.Linear(sizes[-1], int(self.action_space.n))
+        self.critic = nn.Linear(sizes[-1], 1)
+
+    def _encode(self, obs: dict[str, Tensor]) -> Tensor:
+        batch = obs["action_mask"].shape[0]
+        flat = torch.cat([obs[key].float().reshape(batch, -1) for key in self.feature_keys], dim=-1)
+        return self.encoder(flat)
+
+    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Tensor]:
+        obs = batch[Columns.OBS]
+        state = self._encode(obs)
+        mask = obs["action_mask"].float()
+        logits = self.policy(state) + torch.clamp(torch.log(mask), min=MASKED_LOGIT)
+        return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: state}
+
+    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> Tensor:
+        """Values [B]."""
+        if embeddings is None:
+            embeddings = self._encode(batch[Columns.OBS])
+        return self.critic(embeddings).squeeze(-1)

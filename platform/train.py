@@ -1,0 +1,291 @@
+"""Train scheduler agents with RLlib through Ray Tune, tracked in MLflow, then evaluate.
+
+How to run
+----------
+    python platform/train.py --config tune/configs/demo.yaml
+    python platform/train.py --config tune/configs/demo.yaml --set algorithm.lr=1e-4 --stop-iters 5
+    python platform/train.py --config tune/configs/demo.yaml --resume      # after Ctrl-C / a kill
+    ray job submit --address http://127.0.0.1:8265 --working-dir . -- \\
+        python platform/train.py --config tune/configs/demo.yaml --json
+
+What you get
+------------
+Connects to the Ray cluster in ``RAY_ADDRESS`` (or the one ``ray job submit`` runs it on),
+else starts a local Ray. One Tune trial per training seed of the config, with Tune's
+progress table, checkpoints under ``ray_results/<name>`` and every trial logged to MLflow
+(flattened config as params, curated metrics per iteration, tags). At the end the best
+checkpoint and the configured heuristics play held-out workloads (evaluation seeds never
+used in training); the comparison (avg/p90 JCT, makespan, utilization, ...) is printed and
+logged to MLflow, one run per policy with the same metric names, plus artifacts (config,
+learning curve, JCT CDF, table, checkpoint path). ``--json`` prints one final object:
+``checkpoint``, ``tracking_uri``, ``experiment``, ``policies`` ({name: {metric: value}}).
+A bad config prints one line on stderr and exits with status 2 before Ray starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tune.experiment import ConfigError, ExperimentConfig, load_config
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_STORAGE = PROJECT_ROOT / "ray_results"
+BEST_METRIC = "env_runners/episode_return_mean"
+TABLE_COLUMNS = (
+    ("avg JCT h", "avg_jct", 3600.0),
+    ("p90 JCT h", "p90_jct", 3600.0),
+    ("makespan h", "makespan", 3600.0),
+    ("wait h", "avg_wait", 3600.0),
+    ("util", "gpu_utilization", 1.0),
+    ("CS", "avg_contention", 1.0),
+    ("finished", "jobs_finished", 1.0),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line."""
+    parser = argparse.ArgumentParser(
+        prog="train.py",
+        description=__doc__.split("How to run")[0].strip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--config", type=Path, required=True, help="experiment YAML (tune/configs/)"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, dotted, repeatable (e.g. algorithm.lr=1e-4)",
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the interrupted experiment of this config"
+    )
+    parser.add_argument("--stop-iters", type=int, help="override stop.training_iteration")
+    parser.add_argument(
+        "--storage",
+        type=Path,
+        default=DEFAULT_STORAGE,
+        help=f"Tune results folder (default {DEFAULT_STORAGE})",
+    )
+    parser.add_argument(
+        "--skip-evaluation", action="store_true", help="train only; no held-out comparison"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    return parser
+
+
+def load(args: argparse.Namespace) -> ExperimentConfig:
+    """The config with --set and --stop-iters applied (validated, before Ray)."""
+    overrides = list(args.set)
+    if args.stop_iters is not None:
+        if args.stop_iters < 1:
+            raise ConfigError(f"--stop-iters must be >= 1, got {args.stop_iters}")
+        overrides.append(f"stop.training_iteration={args.stop_iters}")
+    return load_config(args.config, overrides)
+
+
+def start_ray(tracking_uri: str) -> None:
+    """Join the cluster in RAY_ADDRESS (``ray job submit`` sets it) or start a local Ray."""
+    import ray
+
+    # Code inside trials must see the tracking URI too (ray#36257).
+    os.environ["MLFLOW_TRACKING_URI"] = tracking_uri
+    runtime_env = {"env_vars": {"MLFLOW_TRACKING_URI": tracking_uri}}
+    if os.environ.get("RAY_ADDRESS"):
+        ray.init(address=os.environ["RAY_ADDRESS"], runtime_env=runtime_env, log_to_driver=False)
+    else:
+        ray.init(include_dashboard=False, runtime_env=runtime_env, log_to_driver=False)
+
+
+def run_tune(
+    experiment: ExperimentConfig, storage: Path, tracking_uri: str, resume: bool, verbose: int = 1
+) -> Any:
+    """Fit (or resume) the Tune experiment; returns its ResultGrid."""
+    from ray import tune as ray_tune
+
+    from tune.mlflow_tracking import MLflowTrialCallback
+    from tune.rllib_config import algorithm_config
+
+    config = algorithm_config(experiment)
+    seeds = experiment.seeds
+    config = config.debugging(seed=seeds[0] if len(seeds) == 1 else ray_tune.grid_search(seeds))
+    experiment_dir = storage / experiment.name
+    if resume:
+        if not ray_tune.Tuner.can_restore(str(experiment_dir)):
+            raise ConfigError(f"--resume: no interrupted experiment at {experiment_dir}")
+        tuner = ray_tune.Tuner.restore(
+            str(experiment_dir),
+            trainable=experiment.algorithm.name,
+            param_space=config,
+            resume_unfinished=True,
+            resume_errored=True,
+        )
+    else:
+        tuner = ray_tune.Tuner(
+            experiment.algorithm.name,
+            param_space=config,
+            run_config=ray_tune.RunConfig(
+                name=experiment.name,
+                storage_path=str(storage),
+                stop=experiment.stop.criteria(),
+                checkpoint_config=ray_tune.CheckpointConfig(
+                    checkpoint_frequency=experiment.checkpoint.frequency,
+                    num_to_keep=experiment.checkpoint.keep,
+                    checkpoint_at_end=True,
+                ),
+                callbacks=[MLflowTrialCallback(tracking_uri, experiment)],
+                verbose=verbose,
+            ),
+        )
+    return tuner.fit()
+
+
+def evaluate_best(experiment: ExperimentConfig, checkpoint: str) -> dict[str, dict[str, Any]]:
+    """Learned policy and heuristics on the held-out seeds."""
+    from tune.policy_evaluation import evaluate, module_paths
+    from tune.rllib_config import module_ids
+
+    env_config = {**experiment.environment.config, **experiment.evaluation.environment}
+    return evaluate(
+        experiment.environment.name,
+        env_config,
+        experiment.evaluation.seeds,
+        experiment.evaluation.baselines,
+        module_paths(checkpoint, module_ids(experiment)),
+    )
+
+
+def format_table(table: dict[str, dict[str, Any]]) -> str:
+    """Policies side by side."""
+    header = ["policy", *(title for title, _, _ in TABLE_COLUMNS)]
+    rows = []
+    for policy, entry in table.items():
+        metrics = entry["metrics"]
+        cells = [policy]
+        for _, key, scale in TABLE_COLUMNS:
+            value = metrics.get(key)
+            cells.append("-" if value is None or value != value else f"{value / scale:.3f}")
+        rows.append(cells)
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in [header, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def log_evaluation(
+    experiment: ExperimentConfig,
+    tracking_uri: str,
+    table: dict[str, dict[str, Any]],
+    best: Any,
+    checkpoint: str,
+) -> None:
+    """One MLflow run per evaluated policy (same metric names), artifacts on the learned one."""
+    from result_plots import plot_jct_cdfs, plot_learning_curve
+
+    from tune.mlflow_tracking import experiment_tags, log_run
+
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder)
+        (out / "config.yaml").write_text(yaml.safe_dump(experiment.to_dict(), sort_keys=False))
+        frame = best.metrics_dataframe
+        if frame is not None and BEST_METRIC in frame:
+            plot_learning_curve(
+                frame["training_iteration"], frame[BEST_METRIC], out / "learning_curve.png"
+            )
+        plot_jct_cdfs(
+            {policy: entry["jct"] for policy, entry in table.items()}, out / "jct_cdf.png"
+        )
+        with (out / "evaluation.csv").open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            keys = list(next(iter(table.values()))["metrics"])
+            writer.writerow(["policy", *keys])
+            for policy, entry in table.items():
+                writer.writerow([policy, *(entry["metrics"][key] for key in keys)])
+        (out / "checkpoint.txt").write_text(checkpoint + "\n")
+        artifacts = sorted(out.iterdir())
+        tags = experiment_tags(experiment)
+        seeds = ",".join(map(str, experiment.evaluation.seeds))
+        for policy, entry in table.items():
+            kind = "learned" if policy == "learned" else "heuristic"
+            log_run(
+                tracking_uri,
+                experiment.experiment_name,
+                f"eval-{policy}",
+                params={"policy": policy, "evaluation.seeds": seeds},
+                metrics=entry["metrics"],
+                tags={**tags, "policy": policy, "policy_kind": kind, "stage": "evaluation"},
+                artifacts=artifacts if kind == "learned" else None,
+            )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the program; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        experiment = load(args)
+        storage = args.storage.resolve()
+    except (ConfigError, ValueError) as error:
+        print(f"train.py: error: {error}", file=sys.stderr)
+        return 2
+    from tune.mlflow_tracking import resolve_tracking_uri, ui_command
+
+    tracking_uri = resolve_tracking_uri(experiment)
+    start_ray(tracking_uri)
+    try:
+        results = run_tune(
+            experiment, storage, tracking_uri, args.resume, verbose=0 if args.json else 1
+        )
+    except ConfigError as error:
+        print(f"train.py: error: {error}", file=sys.stderr)
+        return 2
+    errors = [result.error for result in results if result.error is not None]
+    if errors:
+        print(f"train.py: error: a trial failed: {errors[0]}", file=sys.stderr)
+        return 1
+    best = results.get_best_result(metric=BEST_METRIC, mode="max")
+    checkpoint = best.checkpoint.path
+    table: dict[str, dict[str, Any]] = {}
+    if not args.skip_evaluation:
+        table = evaluate_best(experiment, checkpoint)
+        log_evaluation(experiment, tracking_uri, table, best, checkpoint)
+    payload = {
+        "checkpoint": checkpoint,
+        "tracking_uri": tracking_uri,
+        "experiment": experiment.experiment_name,
+        "policies": {policy: entry["metrics"] for policy, entry in table.items()},
+    }
+    if args.json:
+        print(json.dumps(_json_safe(payload)))
+    else:
+        if table:
+            print(f"\nHeld-out evaluation ({len(experiment.evaluation.seeds)} seeds):")
+            print(format_table(table))
+        print(f"\nbest checkpoint: {checkpoint}")
+        print(f"MLflow experiment '{experiment.experiment_name}' at {tracking_uri}")
+        print(f"open it with: {ui_command(tracking_uri)}")
+    return 0
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _json_safe(item) for key, item in value.items()}
+    if isinstance(value, float) and value != value:
+        return None
+    return value
+
+
+if __name__ == "__main__":
+    sys.exit(main())

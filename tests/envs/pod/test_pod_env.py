@@ -1,0 +1,238 @@
+"""pod_scheduling_v0: PettingZoo API, spaces, masks, conservation, rewards, heuristics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pettingzoo.test import parallel_api_test, parallel_seed_test
+
+from envs import make_env
+from envs.pod.heuristic import HeuristicPodPolicy
+from envs.pod_env import PodSchedulingEnv
+from envs.schedulers import make_scheduler
+from envs.sim import JobStatus, SimulationResult, SimulatorConfig
+from envs.sim.runner import simulate
+
+SETTINGS = {
+    "fat-tree": {"topology": "fat-tree", "topology_params": {"k": 4}},
+    "vl2": {"topology": "vl2", "topology_params": {"k": 4, "servers_per_tor": 2}},
+    "bcube": {"topology": "bcube", "topology_params": {"n": 3, "k": 1}},
+    "racks-uneven": {"topology": "racks", "topology_params": {"racks": [3, 1, 2]}},
+    "mixed-servers": {"topology": "fat-tree", "topology_params": {"k": 4}, "server": "mixed"},
+    "server-level": {"topology": "fat-tree", "topology_params": {"k": 4}, "level": "server"},
+    "full-view": {"topology": "fat-tree", "topology_params": {"k": 4}, "others": "full"},
+}
+
+
+def random_valid_actions(env: PodSchedulingEnv, observations: dict, rng) -> dict[str, int]:
+    """Masked random actions, preferring anything but waiting so jobs get placed."""
+    actions = {}
+    for agent in env.agents:
+        valid = np.flatnonzero(observations[agent]["action_mask"])
+        actions[agent] = int(rng.choice(valid[:-1])) if len(valid) > 1 else int(valid[-1])
+    return actions
+
+
+def test_pettingzoo_api_and_seed_tests() -> None:
+    parallel_api_test(PodSchedulingEnv(num_jobs=12), num_cycles=300)
+    parallel_seed_test(lambda: PodSchedulingEnv(num_jobs=12), num_cycles=150)
+
+
+def independent_claims(env: PodSchedulingEnv) -> tuple[np.ndarray, np.ndarray]:
+    """Claims recomputed from the queues' partial placements, not the round's counters."""
+    cluster = env.cluster
+    gpus = np.zeros(cluster.num_gpu_groups)
+    cores = np.zeros(cluster.num_sockets)
+    for queue in env.round.queues:
+        for entry in queue:
+            for task, group in enumerate(entry.groups):
+                gpus[group] += entry.task_gpus[task]
+                cores[cluster.group_socket[group]] += entry.task_cpus[task]
+    return gpus, cores
+
+
+def check_masks(env: PodSchedulingEnv, observations: dict) -> None:
+    """Local targets: allowed exactly when the target has room for the next task."""
+    if env.round is None:
+        return
+    cluster, sim = env.cluster, env.sim
+    claimed_gpus, claimed_cores = independent_claims(env)
+    free_gpus = sim.free_gpus - claimed_gpus
+    free_cores = sim.free_cores - claimed_cores
+    assert (free_gpus >= 0).all() and (free_cores >= -1e-9).all()
+    for index, agent in enumerate(env.possible_agents):
+        mask = observations[agent]["action_mask"]
+        assert mask.dtype == np.int8 and mask[-1] == 1
+        head = env.round.head(index)
+        layout = env.layout.partitions[index]
+        if head is None:
+            assert mask[:-1].sum() == 0
+            continue
+        need_gpus, need_cores = head.task_gpus[head.task], head.task_cpus[head.task]
+        room = (free_gpus[layout.groups] >= need_gpus) & (
+            free_cores[cluster.group_socket[layout.groups]] >= need_cores - 1e-9
+        )
+        expected = np.zeros(env.layout.max_targets, dtype=bool)
+        np.logical_or.at(expected, layout.group_target, room)
+        assert np.array_equal(mask[: env.layout.max_targets].astype(bool), expected)
+
+
+def check_conservation(env: PodSchedulingEnv, round_jobs: set[int]) -> None:
+    """Every job of the round is in exactly one queue, or started, or back to waiting."""
+    if env.round is None:
+        return
+    queued = env.round.jobs_in_queues()
+    assert len(queued) == len(set(queued)), "a job is in two queues"
+    status = env.sim.status
+    for job in round_jobs:
+        in_queue = job in queued
+        started = status[job] in (JobStatus.RUNNING, JobStatus.FINISHED)
+        assert in_queue + started <= 1
+        if in_queue:
+            assert status[job] == JobStatus.WAITING
+
+
+@pytest.mark.parametrize("setting", sorted(SETTINGS))
+def test_random_play_stays_in_spaces_with_exact_masks(setting: str) -> None:
+    env = PodSchedulingEnv(num_jobs=20, **SETTINGS[setting])
+    rng = np.random.default_rng(1)
+    observations, _ = env.reset(seed=2)
+    total = 0.0
+    while env.agents:
+        for agent, observation in observations.items():
+            assert env.observation_space(agent).contains(observation), (agent, setting)
+        check_masks(env, observations)
+        round_jobs = set(env.round.jobs_in_queues()) if env.round else set()
+        observations, rewards, terminations, truncations, _ = env.step(
+            random_valid_actions(env, observations, rng)
+        )
+        check_conservation(env, round_jobs)
+        total += sum(rewards.values())
+    assert all(terminations.values()) and not any(truncations.values())
+    # Progress rewards add up to one per finished job.
+    assert total == pytest.approx(len(env.workload))
+
+
+def test_spaces_are_built_once() -> None:
+    env = PodSchedulingEnv()
+    agent = env.possible_agents[0]
+    assert env.observation_space(agent) is env.observation_space(agent)
+    assert env.action_space(agent) is env.action_space(agent)
+    # fat-tree k=4: 8 GPU groups per pod, 3 other schedulers, wait.
+    assert env.action_space(agent).n == 8 + 3 + 1
+
+
+def test_illegal_actions_do_nothing_and_cost_the_penalty() -> None:
+    env = PodSchedulingEnv(num_jobs=10, illegal_action_penalty=0.5)
+    env.reset(seed=0)
+    acting = next(index for index in range(len(env.possible_agents)) if env.round.head(index))
+    agent = env.possible_agents[acting]
+    queue_before = [entry.job for entry in env.round.queues[acting]]
+    head = env.round.head(acting)
+    # Everyone else waits (always legal); this agent sends an action outside the space.
+    actions = {a: env.builder.num_actions - 1 for a in env.agents}
+    actions[agent] = env.builder.num_actions + 3
+    _, rewards, _, _, infos = env.step(actions)
+    assert infos[agent]["illegal_action"] and rewards[agent] == pytest.approx(-0.5)
+    assert [entry.job for entry in env.round.queues[acting]] == queue_before
+    assert env.round.head(acting) is head and head.task == 0
+
+
+def test_random_unmasked_actions_never_crash() -> None:
+    env = PodSchedulingEnv(num_jobs=8, horizon_intervals=30)
+    env.reset(seed=5)
+    rng = np.random.default_rng(0)
+    while env.agents:
+        env.step({agent: int(rng.integers(env.builder.num_actions)) for agent in env.agents})
+    assert env.sim.now <= 30 * env.config.interval_s
+
+
+@pytest.mark.parametrize("policy", ["fifo+packing", "sjf+tetris", "las+lif", "srtf+locality"])
+def test_heuristics_match_simulate_run(policy: str) -> None:
+    env = PodSchedulingEnv(num_jobs=50)
+    env.reset(seed=4)
+    driver = HeuristicPodPolicy(env, policy)
+    while env.agents:
+        _, _, _, _, infos = env.step(driver.actions())
+        assert not any(info["illegal_action"] for info in infos.values())
+    in_env = SimulationResult.from_simulator(env.sim, policy).metrics()
+    direct = simulate(
+        env.cluster, env.workload, make_scheduler(policy), policy, SimulatorConfig(interval_s=1800)
+    ).metrics()
+    assert in_env == direct
+
+
+def test_same_seed_same_trajectory() -> None:
+    def trajectory(seed: int) -> list:
+        env = PodSchedulingEnv(num_jobs=15)
+        observations, _ = env.reset(seed=seed)
+        rng = np.random.default_rng(0)
+        steps = []
+        while env.agents:
+            actions = random_valid_actions(env, observations, rng)
+            observations, rewards, *_ = env.step(actions)
+            steps.append((actions, rewards))
+        return steps
+
+    assert trajectory(7) == trajectory(7)
+    assert trajectory(7) != trajectory(8)
+
+
+def test_jct_reward_sums_to_minus_total_jct() -> None:
+    env = PodSchedulingEnv(num_jobs=12, reward="jct")
+    env.reset(seed=1)
+    driver = HeuristicPodPolicy(env, "fifo+packing")
+    total = 0.0
+    while env.agents:
+        _, rewards, *_ = env.step(driver.actions())
+        total += sum(rewards.values())
+    jct = env.sim.finish_time - env.workload.arrival_time
+    assert total == pytest.approx(-jct.sum() / env.config.interval_s)
+
+
+def test_contention_reward_weights() -> None:
+    env = PodSchedulingEnv(num_jobs=12, reward="contention", contention_weight=1.0)
+    env.reset(seed=1)
+    driver = HeuristicPodPolicy(env, "fifo+packing")
+    returns = np.zeros(env.cluster.num_partitions)
+    while env.agents:
+        _, rewards, *_ = env.step(driver.actions())
+        returns += list(rewards.values())
+    # W1 = 1: only -CS (>= 1 per interval) counts, so every return is at most -1 per interval.
+    assert (returns < 0).all()
+
+
+def test_forwarding_limit_and_homes() -> None:
+    env = PodSchedulingEnv(num_jobs=10, forward_limit=0)
+    observations, _ = env.reset(seed=3)
+    first_forward = env.layout.max_targets
+    for agent in env.agents:
+        assert observations[agent]["action_mask"][first_forward:-1].sum() == 0
+    assert set(np.unique(env.homes)) <= set(range(env.cluster.num_partitions))
+
+
+def test_make_env_and_bad_configs() -> None:
+    env = make_env("pod_scheduling_v0", topology="vl2", topology_params={"k": 4})
+    assert len(env.possible_agents) == 4
+    with pytest.raises(ValueError, match="unknown pod_scheduling_v0 option"):
+        make_env("pod_scheduling_v0", topolgy="vl2")
+    with pytest.raises(ValueError, match="reward='speed'; allowed: progress, jct, contention"):
+        make_env("pod_scheduling_v0", reward="speed")
+    with pytest.raises(ValueError, match="unknown environment 'pod_v9'"):
+        make_env("pod_v9")
+
+
+def test_rllib_registration_builds_a_working_env() -> None:
+    from ray.tune.registry import ENV_CREATOR, _global_registry
+
+    from tune.rllib_envs import register_rllib_env
+
+    name = register_rllib_env("pod_scheduling_v0")
+    creator = _global_registry.get(ENV_CREATOR, name)
+    wrapped = creator({"num_jobs": 6})
+    observations, _ = wrapped.reset(seed=0)
+    assert set(observations) <= set(wrapped.get_agent_ids())
+    actions = {
+        agent: int(np.flatnonzero(obs["action_mask"])[-1]) for agent, obs in observations.items()
+    }
+    wrapped.step(actions)

@@ -1,0 +1,87 @@
+"""002's packing rule (§II-B, Fig. 2) on hand-made states.
+
+The text of 002 states the rule and refers to Fig. 2 for an example whose numbers are not
+in the text; the example here follows the rule on 002's servers of 8 GPUs. Cluster: flat,
+4 servers x 8 GPUs, each server two sockets of 8 cores with one 4-GPU group: server s has
+groups 2s and 2s+1. Busy GPUs leave free = [3, 6, 2, 8] GPUs on servers 0..3:
+
+    server 0: group 0 full (4 busy), group 1 one busy      -> free 0 + 3
+    server 1: group 2 two busy                              -> free 2 + 4
+    server 2: group 4 full, group 5 two busy                -> free 0 + 2
+    server 3: nothing busy                                  -> free 4 + 4
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from envs.schedulers import ClusterView, Packing
+from envs.topology import build_cluster
+
+FREE = [3, 6, 2, 8]
+
+
+@pytest.fixture
+def fig2(setup_sim, job_spec):
+    cluster = build_cluster("flat", servers=4, gpus_per_server=8)
+    specs = [
+        job_spec(workers=2),  # 0: 2 GPUs
+        job_spec(workers=4),  # 1: 4 GPUs
+        job_spec(workers=12),  # 2: 12 GPUs
+        job_spec(workers=16),  # 3: 16 GPUs
+        job_spec(workers=1, gpus=3),  # 4: one 3-GPU task
+        job_spec(workers=20),  # 5: 20 GPUs > 19 free
+    ]
+    setup = setup_sim(cluster, specs, gpu_fillers=13)
+    for group, busy in ((0, 4), (1, 1), (2, 2), (4, 4), (5, 2)):
+        setup.occupy(group, gpus=busy)
+    sim = setup.sim
+    assert (sim.free_gpus.reshape(4, 2).sum(axis=1) == FREE).all()
+    return sim
+
+
+def place(sim, job):
+    groups = Packing().place(sim, job, ClusterView(sim))
+    return None if groups is None else groups.tolist()
+
+
+def test_the_tightest_server_that_holds_the_whole_job(fig2):
+    # 2 GPUs fit every server; server 2 has the fewest free (2).
+    assert place(fig2, 0) == [5, 5]
+    # 4 GPUs fit servers 1 (6 free) and 3 (8 free): server 1. Inside it the tightest group
+    # first (group 2, 2 free), then group 3; a group holding the job is preferred.
+    assert place(fig2, 1) == [2, 2, 3, 3]
+
+
+def test_no_server_holds_the_job_so_the_emptiest_takes_its_share(fig2):
+    # 12 GPUs: no server holds them; server 3 (8 free) takes 8, and the remaining 4 go
+    # to the tightest server that holds 4: server 1.
+    assert place(fig2, 2) == [6] * 4 + [7] * 4 + [2, 2, 3, 3]
+
+
+def test_the_rule_repeats_until_the_job_is_placed(fig2):
+    # 16 GPUs: server 3 takes 8; 8 more fit no server, so server 1 (6 free) takes 6;
+    # the last 2 go to the tightest server that holds 2: server 2.
+    assert place(fig2, 3) == [6] * 4 + [7] * 4 + [2, 2, 3, 3, 3, 3] + [5, 5]
+
+
+def test_a_task_takes_all_its_gpus_from_one_group(fig2):
+    # Server 0 has 3 free GPUs, all in group 1; server 1 has 6 but at most 4 in a group.
+    # A 3-GPU task fits servers 0, 1 and 3; server 0 is the tightest.
+    assert place(fig2, 4) == [1]
+
+
+def test_a_job_that_cannot_fit_whole_is_not_placed(fig2):
+    assert place(fig2, 5) is None
+
+
+def test_cores_count_as_well_as_gpus(setup_sim, job_spec):
+    """Server 0 has the fewest free GPUs but its sockets lack the cores: server 1 wins."""
+    cluster = build_cluster("flat", servers=2, gpus_per_server=4)
+    setup = setup_sim(cluster, [job_spec(workers=2, cpus=4)], gpu_fillers=1, cpu_fillers=[6, 6])
+    setup.occupy(0, gpus=1, cpus=6)  # socket 0: 6 of 8 cores busy
+    sim = setup.sim
+    sim.place(setup._cpu_filler(6), [1])  # socket 1: 6 of 8 cores busy
+    # Server 0: 3 free GPUs, 2 + 2 free cores: no 4-core task fits. Server 1: 4 GPUs.
+    # Server 1: both tasks fit group 2 (2 GPUs, 8 cores on socket 2).
+    assert place(sim, 0) == [2, 2]

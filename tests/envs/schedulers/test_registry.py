@@ -1,0 +1,74 @@
+"""``make_scheduler`` and ``scheduler_names``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs.schedulers import (
+    DelayedShortestIdealTime,
+    LeastInterference,
+    Scheduler,
+    ShortestActualTime,
+    make_scheduler,
+    scheduler_names,
+)
+
+ORDERINGS = ("fifo", "sjf", "srtf", "las", "drf", "sif", "dsif", "saf", "lrf", "spf", "random")
+PLACEMENTS = (
+    "packing",
+    "tetris",
+    "load-balancing",
+    "lif",
+    "depth-first",
+    "breadth-first",
+    "locality",
+    "random",
+)
+
+
+def test_the_names_of_the_issue():
+    names = scheduler_names()
+    assert names.orderings == ORDERINGS
+    assert names.placements == PLACEMENTS
+    assert len(names.combinations()) == len(ORDERINGS) * len(PLACEMENTS)
+    assert "las+lif" in names.combinations()
+
+
+@pytest.mark.parametrize("name", scheduler_names().combinations())
+def test_every_combination_builds(name):
+    scheduler = make_scheduler(name)
+    assert isinstance(scheduler, Scheduler)
+    assert scheduler.name == name
+
+
+def test_parts_are_wired():
+    scheduler = make_scheduler("saf+lif", rng=np.random.default_rng(1), backfill=False)
+    assert isinstance(scheduler.ordering, ShortestActualTime)
+    assert isinstance(scheduler.placement, LeastInterference)
+    # SAF's oracle asks the scheduler's own placement.
+    assert scheduler.ordering.placement is scheduler.placement
+    assert scheduler.backfill is False
+    assert isinstance(make_scheduler("dsif+packing").ordering, DelayedShortestIdealTime)
+    assert make_scheduler("dsif+packing").ordering.max_delays == 3
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("fifo", "not of the form ordering\\+placement"),
+        ("fcfs+packing", "unknown ordering 'fcfs'"),
+        ("fifo+pack", "unknown placement 'pack'"),
+        ("fifo+packing+lif", "unknown placement 'packing\\+lif'"),
+    ],
+)
+def test_unknown_names_list_the_known_ones(name, message):
+    with pytest.raises(ValueError, match=message) as error:
+        make_scheduler(name)
+    assert "orderings: fifo, sjf" in str(error.value)
+    assert "placements: packing, tetris" in str(error.value)
+
+
+def test_a_name_must_be_a_string():
+    with pytest.raises(TypeError, match="fifo\\+packing"):
+        make_scheduler(None)  # type: ignore[arg-type]

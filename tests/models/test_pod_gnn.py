@@ -1,0 +1,119 @@
+"""The hierarchical GNN: shapes, masks, equivariance, batching, gradients, checkpoints."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from envs.pod_env import PodSchedulingEnv
+from models.config import GNNModelConfig
+from models.pod_gnn import PodGNN
+
+TOPOLOGIES = {
+    "fat-tree": {"topology_params": {"k": 4}},
+    "vl2": {"topology": "vl2", "topology_params": {"k": 4, "servers_per_tor": 2}},
+    "bcube": {"topology": "bcube", "topology_params": {"n": 3, "k": 1}},
+    "mixed": {"topology": "racks", "topology_params": {"racks": [3, 1, 2]}, "server": "mixed"},
+    "server-level": {"topology_params": {"k": 4}, "level": "server"},
+    "full-view": {"topology_params": {"k": 4}, "others": "full"},
+}
+
+
+def observations(env: PodSchedulingEnv, seed: int = 0, steps: int = 3) -> dict[str, dict]:
+    """Observations after a few masked random steps (so some jobs run)."""
+    obs, _ = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        actions = {a: int(rng.choice(np.flatnonzero(o["action_mask"]))) for a, o in obs.items()}
+        obs, *_ = env.step(actions)
+    return obs
+
+
+def as_batch(space, obs_list: list[dict]) -> dict[str, torch.Tensor]:
+    return {key: torch.as_tensor(np.stack([o[key] for o in obs_list])) for key in space.spaces}
+
+
+def build(env: PodSchedulingEnv, **settings) -> PodGNN:
+    torch.manual_seed(0)
+    agent = env.possible_agents[0]
+    return PodGNN(
+        env.observation_space(agent), env.action_space(agent).n, GNNModelConfig(**settings)
+    )
+
+
+@pytest.mark.parametrize("name", sorted(TOPOLOGIES))
+def test_shapes_and_masked_probabilities(name: str) -> None:
+    env = PodSchedulingEnv(num_jobs=20, **TOPOLOGIES[name])
+    obs = observations(env)
+    space = env.observation_space(env.possible_agents[0])
+    batch = as_batch(space, list(obs.values()))
+    net = build(env)
+    logits, state = net(batch)
+    agents, actions = len(obs), env.action_space(env.possible_agents[0]).n
+    assert logits.shape == (agents, actions)
+    assert state.shape == (agents, net.state_size)
+    probabilities = torch.softmax(logits, dim=-1)
+    masked = batch["action_mask"] == 0
+    assert torch.all(probabilities[masked] == 0)
+    assert torch.allclose(probabilities.sum(-1), torch.ones(agents))
+    assert torch.isfinite(net.value(state)).all()
+
+
+def test_relabelling_gpu_groups_permutes_their_logits() -> None:
+    env = PodSchedulingEnv(num_jobs=20)
+    obs = observations(env, steps=4)["scheduler_0"]
+    net = build(env).eval()
+    space = env.observation_space("scheduler_0")
+    targets = int(np.sum(obs["node_type"][:, 0]))  # the partition's GPU groups: nodes 0..M-1
+    permutation = np.random.default_rng(3).permutation(targets)
+    relabel = np.arange(obs["node_mask"].shape[0])
+    relabel[permutation] = np.arange(targets)  # old node permutation[i] becomes node i
+    moved = dict(obs)
+    for key in ("node_features", "node_type", "node_mask"):
+        moved[key] = obs[key].copy()
+        moved[key][:targets] = obs[key][permutation]
+    moved["edge_index"] = relabel[obs["edge_index"]]
+    moved["action_mask"] = obs["action_mask"].copy()
+    moved["action_mask"][:targets] = obs["action_mask"][permutation]
+    with torch.no_grad():
+        original, _ = net(as_batch(space, [obs]))
+        relabelled, _ = net(as_batch(space, [moved]))
+    assert torch.allclose(relabelled[0, :targets], original[0, permutation], atol=1e-5)
+    assert torch.allclose(relabelled[0, targets:], original[0, targets:], atol=1e-5)
+
+
+def test_batch_of_one_equals_row_of_batch() -> None:
+    env = PodSchedulingEnv(
+        num_jobs=20, topology="vl2", topology_params={"k": 4, "servers_per_tor": 2}
+    )
+    obs = list(observations(env).values())
+    space = env.observation_space(env.possible_agents[0])
+    net = build(env).eval()
+    with torch.no_grad():
+        together, state = net(as_batch(space, obs))
+        for row, single in enumerate(obs):
+            alone, alone_state = net(as_batch(space, [single]))
+            assert torch.allclose(alone[0], together[row], atol=1e-5)
+            assert torch.allclose(alone_state[0], state[row], atol=1e-5)
+
+
+@pytest.mark.parametrize("edge_network", ["full", "factorized"])
+def test_gradients_reach_every_parameter(edge_network: str) -> None:
+    env = PodSchedulingEnv(num_jobs=20)
+    obs = list(observations(env).values())
+    net = build(env, edge_network=edge_network)
+    space = env.observation_space(env.possible_agents[0])
+    logits, state = net(as_batch(space, obs))
+    valid = torch.isfinite(logits) & (logits > torch.finfo(torch.float32).min / 2)
+    loss = (logits[valid] ** 2).sum() + (net.value(state) ** 2).sum()
+    loss.backward()
+    for name, parameter in net.named_parameters():
+        assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
+
+
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="edge_network='dense'; allowed: full, factorized"):
+        GNNModelConfig(edge_network="dense")
+    with pytest.raises(ValueError, match="unknown GNNModelConfig key"):
+        GNNModelConfig.from_model_config({"hiden": 3})

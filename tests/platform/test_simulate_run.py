@@ -1,0 +1,98 @@
+"""``platform/simulate.py run`` end to end, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "platform" / "simulate.py"
+TRACES = ROOT / "tests" / "data" / "traces"
+METRICS = {
+    "avg_jct",
+    "median_jct",
+    "p90_jct",
+    "p99_jct",
+    "makespan",
+    "avg_wait",
+    "avg_slowdown",
+    "gpu_utilization",
+    "fragmentation",
+    "jobs_finished",
+}
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "run", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+
+
+COMPARE = [
+    *("--topology", "fat-tree", "--k", "4", "--workload", "poisson", "--jobs", "60"),
+    *("--compare", "fifo+packing,sjf+tetris,las+lif", "--interval", "1800", "--json"),
+]
+
+
+def test_compare_policies_json() -> None:
+    result = run(*COMPARE)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert list(payload["policies"]) == ["fifo+packing", "sjf+tetris", "las+lif"]
+    for metrics in payload["policies"].values():
+        assert set(metrics) >= METRICS
+        assert metrics["jobs_finished"] == 60
+        assert metrics["p99_jct"] >= metrics["p90_jct"] >= metrics["median_jct"] > 0
+        assert 0 < metrics["gpu_utilization"] <= 1
+    # Same seed, same numbers.
+    assert json.loads(run(*COMPARE).stdout)["policies"] == payload["policies"]
+
+
+def test_trace_run_with_table_plot_and_csv(tmp_path: Path) -> None:
+    plot, table = tmp_path / "run.png", tmp_path / "metrics.csv"
+    result = run(
+        *("--topology", "flat", "--servers", "16", "--gpus", "8", "--jobs", "80"),
+        *("--trace", str(TRACES / "philly_sample_200.csv")),
+        *("--compare", "fifo+packing,sjf+packing", "--plot", str(plot), "--csv", str(table)),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "fifo+packing" in result.stdout and "avg JCT h" in result.stdout
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+    rows = table.read_text().splitlines()
+    assert rows[0].startswith("policy,") and len(rows) == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--policy", "fifo+teleport"], "unknown placement 'teleport'"),
+        (["--policy", "fifo+packing", "--compare", "sjf+packing"], "exactly one of --policy"),
+        (["--policy", "fifo+packing", "--trace", "/no/such/file.csv"], "/no/such/file.csv"),
+        (["--policy", "fifo+packing", "--jobs", "0"], "--jobs must be >= 1"),
+        (["--policy", "fifo+packing", "--workload", "zipf"], "invalid choice: 'zipf'"),
+    ],
+)
+def test_run_errors_are_one_line_and_exit_2(args: list[str], fragment: str) -> None:
+    result = run("--topology", "fat-tree", "--k", "4", *args)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and fragment in result.stderr, result.stderr
+
+
+def test_infeasible_jobs_refused_or_dropped() -> None:
+    args = ["--topology", "flat", "--servers", "1", "--gpus", "4", "--trace"]
+    args += [str(TRACES / "philly_sample_200.csv"), "--policy", "fifo+packing"]
+    refused = run(*args)
+    assert refused.returncode == 2 and "can never run on this cluster" in refused.stderr
+    dropped = run(*args, "--drop-infeasible", "--json")
+    assert dropped.returncode == 0, dropped.stderr
+    payload = json.loads(dropped.stdout)
+    assert payload["notes"][0].startswith("dropped ")
+    assert payload["policies"]["fifo+packing"]["jobs_finished"] == payload["jobs"]

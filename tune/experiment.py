@@ -1,0 +1,340 @@
+"""Experiment configs: one YAML file = one experiment, loaded into validated dataclasses.
+
+Sections (every key optional except where noted; unknown keys fail with their name)::
+
+    name: demo                              # experiment name (MLflow experiment default)
+    environment: {name: pod_scheduling_v0, config: {...}}   # env name + its keyword config
+    model: {name: pod_gnn, config: {...}, sharing: shared}  # RLModule (models.registry)
+    algorithm: {name: PPO, lr: 3.0e-4, gamma: 0.99, train_batch_size: 2000, ...}
+    resources: {num_env_runners: 0, num_envs_per_env_runner: 1, num_learners: 0, ...}
+    stop: {training_iteration: 20, time_total_s: null}
+    checkpoint: {frequency: 1, keep: 3}
+    evaluation: {seeds: [1000, 1001], baselines: [fifo+packing, ...], environment: {...}}
+    tracking: {tracking_uri: null, experiment: null}
+    seeds: [0]                              # one Tune trial per training seed
+
+``--set a.b=c`` overrides any key (values parsed as YAML scalars/lists). Derived values
+are properties; validation raises ValueError naming the key and what is allowed, before
+anything starts Ray.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ALGORITHMS = ("PPO", "APPO", "DQN")
+SHARING = ("shared", "per-agent")
+
+
+class ConfigError(ValueError):
+    """A bad experiment config: the message names the key and what is allowed."""
+
+
+def _build(cls: type, data: Any, where: str) -> Any:
+    """``cls(**data)`` with unknown keys reported by name and path."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a mapping, got {type(data).__name__}: {data!r}")
+    allowed = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {', '.join(f'{where}.{key}' for key in unknown)}; "
+            f"allowed in {where}: {', '.join(allowed)}"
+        )
+    try:
+        return cls(**data)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"{where}: {error}") from None
+
+
+def _positive_int(where: str, value: Any, minimum: int = 1) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{where} must be an integer >= {minimum}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class EnvironmentSection:
+    """The environment by name and its keyword configuration."""
+
+    name: str = "pod_scheduling_v0"
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from envs.registry import environment_names
+
+        known = environment_names()
+        if self.name not in known:
+            raise ConfigError(f"environment.name={self.name!r}; known: {', '.join(known)}")
+        if not isinstance(self.config, dict):
+            raise ConfigError(f"environment.config must be a mapping, got {self.config!r}")
+
+
+@dataclass(frozen=True)
+class ModelSection:
+    """The RLModule by registry name, its settings, and parameter sharing across agents."""
+
+    name: str = "pod_gnn"
+    config: dict[str, Any] = field(default_factory=dict)
+    sharing: str = "shared"
+
+    def __post_init__(self) -> None:
+        from models.registry import MODULES
+
+        if self.name not in MODULES:
+            raise ConfigError(f"model.name={self.name!r}; known: {', '.join(sorted(MODULES))}")
+        if self.sharing not in SHARING:
+            raise ConfigError(f"model.sharing={self.sharing!r}; allowed: {', '.join(SHARING)}")
+
+
+@dataclass(frozen=True)
+class AlgorithmSection:
+    """The RLlib algorithm and its main hyperparameters; ``extra`` goes to ``.training()``."""
+
+    name: str = "PPO"
+    lr: float = 3.0e-4
+    gamma: float = 0.99
+    train_batch_size: int = 2000
+    minibatch_size: int = 256
+    num_epochs: int = 4
+    entropy_coeff: float = 0.01
+    clip_param: float = 0.2
+    lambda_: float = 0.95
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.name not in ALGORITHMS:
+            raise ConfigError(f"algorithm.name={self.name!r}; allowed: {', '.join(ALGORITHMS)}")
+        if not (isinstance(self.lr, int | float) and 0 < self.lr < 1):
+            raise ConfigError(f"algorithm.lr must be in (0, 1), got {self.lr!r}")
+        if not (isinstance(self.gamma, int | float) and 0 < self.gamma <= 1):
+            raise ConfigError(f"algorithm.gamma must be in (0, 1], got {self.gamma!r}")
+        for key in ("train_batch_size", "minibatch_size", "num_epochs"):
+            _positive_int(f"algorithm.{key}", getattr(self, key))
+        if self.minibatch_size > self.train_batch_size:
+            raise ConfigError(
+                f"algorithm.minibatch_size ({self.minibatch_size}) must not exceed "
+                f"algorithm.train_batch_size ({self.train_batch_size})"
+            )
+        if not self.entropy_coeff >= 0:
+            raise ConfigError(f"algorithm.entropy_coeff must be >= 0, got {self.entropy_coeff}")
+
+
+@dataclass(frozen=True)
+class ResourcesSection:
+    """Env runners, environments per runner, learners, CPUs and GPUs."""
+
+    num_env_runners: int = 0
+    num_envs_per_env_runner: int = 1
+    num_cpus_per_env_runner: int = 1
+    num_learners: int = 0
+    num_gpus_per_learner: float = 0.0
+
+    def __post_init__(self) -> None:
+        _positive_int("resources.num_env_runners", self.num_env_runners, 0)
+        _positive_int("resources.num_envs_per_env_runner", self.num_envs_per_env_runner)
+        _positive_int("resources.num_cpus_per_env_runner", self.num_cpus_per_env_runner)
+        _positive_int("resources.num_learners", self.num_learners, 0)
+        if not self.num_gpus_per_learner >= 0:
+            raise ConfigError(
+                f"resources.num_gpus_per_learner must be >= 0, got {self.num_gpus_per_learner}"
+            )
+
+
+@dataclass(frozen=True)
+class StopSection:
+    """When a trial stops: training iterations and/or wall time."""
+
+    training_iteration: int | None = 20
+    time_total_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.training_iteration is None and self.time_total_s is None:
+            raise ConfigError("stop needs training_iteration or time_total_s")
+        if self.training_iteration is not None:
+            _positive_int("stop.training_iteration", self.training_iteration)
+        if self.time_total_s is not None and not (
+            isinstance(self.time_total_s, int | float) and 0 < self.time_total_s < math.inf
+        ):
+            raise ConfigError(f"stop.time_total_s must be > 0 seconds, got {self.time_total_s!r}")
+
+    def criteria(self) -> dict[str, float]:
+        """Tune's stop dict."""
+        criteria: dict[str, float] = {}
+        if self.training_iteration is not None:
+            criteria["training_iteration"] = self.training_iteration
+        if self.time_total_s is not None:
+            criteria["time_total_s"] = self.time_total_s
+        return criteria
+
+
+@dataclass(frozen=True)
+class CheckpointSection:
+    """Checkpoint every ``frequency`` iterations (and at the end); keep the last ``keep``."""
+
+    frequency: int = 1
+    keep: int = 3
+
+    def __post_init__(self) -> None:
+        _positive_int("checkpoint.frequency", self.frequency)
+        _positive_int("checkpoint.keep", self.keep)
+
+
+@dataclass(frozen=True)
+class EvaluationSection:
+    """Held-out evaluation: seeds never used in training, heuristics to compare, and
+    environment overrides (e.g. another workload) for the evaluation episodes."""
+
+    seeds: list[int] = field(default_factory=lambda: [1000, 1001, 1002])
+    baselines: list[str] = field(
+        default_factory=lambda: ["fifo+packing", "fifo+tetris", "fifo+load-balancing", "fifo+lif"]
+    )
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.seeds or any(
+            isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 for seed in self.seeds
+        ):
+            raise ConfigError(f"evaluation.seeds must be non-negative integers, got {self.seeds!r}")
+        from envs.schedulers import make_scheduler
+
+        for name in self.baselines:
+            try:
+                make_scheduler(name)
+            except ValueError as error:
+                raise ConfigError(f"evaluation.baselines: {error}") from None
+
+
+@dataclass(frozen=True)
+class TrackingSection:
+    """MLflow: tracking URI (default: sqlite in the project folder) and experiment name."""
+
+    tracking_uri: str | None = None
+    experiment: str | None = None
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """One experiment; see the module docstring."""
+
+    name: str = "experiment"
+    environment: EnvironmentSection = field(default_factory=EnvironmentSection)
+    model: ModelSection = field(default_factory=ModelSection)
+    algorithm: AlgorithmSection = field(default_factory=AlgorithmSection)
+    resources: ResourcesSection = field(default_factory=ResourcesSection)
+    stop: StopSection = field(default_factory=StopSection)
+    checkpoint: CheckpointSection = field(default_factory=CheckpointSection)
+    evaluation: EvaluationSection = field(default_factory=EvaluationSection)
+    tracking: TrackingSection = field(default_factory=TrackingSection)
+    seeds: list[int] = field(default_factory=lambda: [0])
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"name must be a non-empty string, got {self.name!r}")
+        if not self.seeds or any(
+            isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 for seed in self.seeds
+        ):
+            raise ConfigError(f"seeds must be a list of integers >= 0, got {self.seeds!r}")
+        overlap = sorted(set(self.seeds) & set(self.evaluation.seeds))
+        if overlap:
+            raise ConfigError(
+                f"evaluation.seeds {overlap} are also training seeds; evaluation must use "
+                "held-out seeds"
+            )
+
+    @property
+    def experiment_name(self) -> str:
+        """The MLflow experiment: tracking.experiment, else the config's name."""
+        return self.tracking.experiment or self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (what YAML holds)."""
+        return asdict(self)
+
+    def flat(self) -> dict[str, Any]:
+        """Dotted keys -> values, for MLflow params."""
+        return flatten(self.to_dict())
+
+
+SECTIONS: dict[str, type] = {
+    "environment": EnvironmentSection,
+    "model": ModelSection,
+    "algorithm": AlgorithmSection,
+    "resources": ResourcesSection,
+    "stop": StopSection,
+    "checkpoint": CheckpointSection,
+    "evaluation": EvaluationSection,
+    "tracking": TrackingSection,
+}
+
+
+def config_from_dict(data: dict[str, Any]) -> ExperimentConfig:
+    """Validate plain data into an :class:`ExperimentConfig`."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"an experiment config must be a mapping, got {type(data).__name__}")
+    allowed = ["name", "seeds", *SECTIONS]
+    unknown = sorted(set(data) - set(allowed))
+    if unknown:
+        raise ConfigError(
+            f"unknown top-level key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
+        )
+    sections = {key: _build(cls, data.get(key), key) for key, cls in SECTIONS.items()}
+    top = {key: data[key] for key in ("name", "seeds") if key in data}
+    try:
+        return ExperimentConfig(**top, **sections)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as error:
+        raise ConfigError(str(error)) from None
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``a.b=c`` overrides (values parsed as YAML) to a nested dict copy."""
+    result = yaml.safe_load(yaml.safe_dump(data)) or {}
+    for override in overrides:
+        key, separator, raw = override.partition("=")
+        if not separator or not key:
+            raise ConfigError(f"--set takes KEY=VALUE with a dotted key, got {override!r}")
+        value = yaml.safe_load(raw) if raw else ""
+        node = result
+        parts = key.split(".")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {key}: {part} is not a section")
+            node = child
+        node[parts[-1]] = value
+    return result
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:
+    """Read a YAML experiment config, apply overrides, validate."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise ConfigError(f"cannot read config {path}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+    return config_from_dict(apply_overrides(data or {}, overrides or []))
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts -> dotted keys."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, f"{dotted}."))
+        else:
+            flat[dotted] = value
+    return flat

@@ -1,0 +1,142 @@
+"""Evaluate learned policies and heuristics on held-out episodes, with the same metrics.
+
+Every policy plays the same episodes (one per evaluation seed: the environment draws the
+workload from the seed exactly as ``simulate.py run --seed`` does), and each episode's
+simulator yields the metrics of :class:`envs.sim.SimulationResult`; a policy's figure is
+the mean over seeds, so learned and heuristic policies are compared like for like. The
+learned policy acts greedily (argmax of the masked logits). Episodes run as Ray tasks when
+Ray is up, else in this process.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from envs.sim import SimulationResult
+
+LEARNED = "learned"
+
+
+def module_paths(checkpoint: str | Path, module_ids: list[str]) -> dict[str, str]:
+    """Where the RLModules of an Algorithm checkpoint live, by module id."""
+    base = Path(checkpoint) / "learner_group" / "learner" / "rl_module"
+    paths = {module: str(base / module) for module in module_ids}
+    missing = [path for path in paths.values() if not Path(path).is_dir()]
+    if missing:
+        raise FileNotFoundError(
+            f"no RLModule at {missing[0]}; is {checkpoint} an Algorithm checkpoint?"
+        )
+    return paths
+
+
+def _greedy_actions(
+    modules: dict[str, Any], mapping: dict[str, str], observations: dict
+) -> dict[str, int]:
+    import torch
+    from ray.rllib.core.columns import Columns
+
+    actions = {}
+    by_module: dict[str, list[str]] = {}
+    for agent in observations:
+        by_module.setdefault(mapping[agent], []).append(agent)
+    for module_id, agents in by_module.items():
+        keys = observations[agents[0]].keys()
+        batch = {
+            key: torch.as_tensor(np.stack([observations[a][key] for a in agents])) for key in keys
+        }
+        with torch.no_grad():
+            out = modules[module_id].forward_inference({Columns.OBS: batch})
+        chosen = out[Columns.ACTION_DIST_INPUTS].argmax(-1).tolist()
+        actions.update(zip(agents, chosen, strict=True))
+    return actions
+
+
+def run_episode(
+    env_name: str,
+    env_config: dict[str, Any],
+    seed: int,
+    policy: str,
+    modules: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """One episode of ``policy`` ("learned" with ``modules`` paths, or a heuristic name).
+
+    Returns the episode's simulator metrics, its per-job arrays (for JCT CDFs) and return.
+    """
+    from envs import make_env
+    from envs.pod.heuristic import HeuristicPodPolicy
+
+    env = make_env(env_name, **env_config)
+    observations, _ = env.reset(seed=seed)
+    if policy == LEARNED:
+        from ray.rllib.core.rl_module.rl_module import RLModule
+
+        assert modules is not None
+        loaded = {module_id: RLModule.from_checkpoint(path) for module_id, path in modules.items()}
+        mapping = {
+            agent: "shared" if "shared" in loaded else agent for agent in env.possible_agents
+        }
+
+        def act(obs: dict) -> dict[str, int]:
+            return _greedy_actions(loaded, mapping, obs)
+    else:
+        driver = HeuristicPodPolicy(env, policy, seed=seed)
+
+        def act(obs: dict) -> dict[str, int]:
+            return driver.actions()
+
+    episode_return = 0.0
+    while env.agents:
+        observations, rewards, *_ = env.step(act(observations))
+        episode_return += float(sum(rewards.values()))
+    result = SimulationResult.from_simulator(env.sim, policy)
+    return {
+        "policy": policy,
+        "seed": seed,
+        "metrics": result.metrics(),
+        "jct": (result.jobs["finish"] - result.jobs["arrival"]).tolist(),
+        "episode_return": episode_return,
+    }
+
+
+def evaluate(
+    env_name: str,
+    env_config: dict[str, Any],
+    seeds: list[int],
+    baselines: list[str],
+    modules: dict[str, str] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """``{policy: {"metrics": mean metrics over seeds, "jct": all jobs' JCTs, ...}}``.
+
+    The learned policy is included when ``modules`` (module id -> checkpoint path) is given.
+    """
+    import ray
+
+    policies = ([LEARNED] if modules else []) + list(baselines)
+    jobs = [(policy, seed) for policy in policies for seed in seeds]
+    if ray.is_initialized():
+        remote = ray.remote(num_cpus=1)(run_episode)
+        episodes = ray.get(
+            [remote.remote(env_name, env_config, seed, policy, modules) for policy, seed in jobs]
+        )
+    else:
+        episodes = [
+            run_episode(env_name, env_config, seed, policy, modules) for policy, seed in jobs
+        ]
+    table: dict[str, dict[str, Any]] = {}
+    for policy in policies:
+        mine = [episode for episode in episodes if episode["policy"] == policy]
+        keys = mine[0]["metrics"].keys()
+        table[policy] = {
+            "metrics": {key: _mean([episode["metrics"][key] for episode in mine]) for key in keys},
+            "jct": [value for episode in mine for value in episode["jct"]],
+            "episode_return": _mean([episode["episode_return"] for episode in mine]),
+        }
+    return table
+
+
+def _mean(values: list[Any]) -> float:
+    finite = [float(v) for v in values if v is not None and np.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
