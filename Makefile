@@ -17,15 +17,13 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
+	@mkdir -p $(SCRATCH)
 	$(PY) platform/simulate.py describe --topology fat-tree --k 4
-	$(PY) platform/simulate.py describe --topology fat-tree --k 20
-	$(PY) platform/simulate.py describe --topology vl2 --k 20
-	$(PY) platform/simulate.py describe --topology bcube --n 6 --k 3
-	$(PY) platform/simulate.py describe --topology racks --racks 2,2,2,2 --server minsky
+	TMPDIR=$(SCRATCH) $(PY) platform/train.py --config tune/configs/demo.yaml
 
 test: $(STAMP)
 	@mkdir -p $(SCRATCH)
-	TMPDIR=$(SCRATCH) $(PY) -m pytest -q
+	TMPDIR=$(SCRATCH) $(PY) -m pytest -q --durations=15
 	$(PY) -m ruff check .
 
 lint: $(STAMP)

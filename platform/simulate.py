@@ -55,6 +55,7 @@ import numpy as np
 
 from envs.schedulers import make_scheduler, scheduler_names
 from envs.sim import SimulationResult, Simulator, SimulatorConfig
+from envs.sim.report import format_comparison, json_safe
 from envs.sim.runner import drop_jobs_that_never_fit, simulate
 from envs.topology import TOPOLOGIES, build_cluster, describe_cluster, known_server_names
 from envs.workload import TRACE_FORMATS, Workload, make_workload, read_trace, workload_kinds
@@ -345,45 +346,6 @@ class Progress:
             print("\r\033[K", end="", file=sys.stderr, flush=True)
 
 
-TABLE_COLUMNS = (
-    ("jobs", "jobs_finished", "{:d}"),
-    ("avg JCT h", "avg_jct", "hours"),
-    ("p50 JCT h", "median_jct", "hours"),
-    ("p90 JCT h", "p90_jct", "hours"),
-    ("p99 JCT h", "p99_jct", "hours"),
-    ("makespan h", "makespan", "hours"),
-    ("wait h", "avg_wait", "hours"),
-    ("slowdown", "avg_slowdown", "{:.2f}"),
-    ("util", "gpu_utilization", "{:.3f}"),
-    ("frag", "fragmentation", "{:.3f}"),
-    ("CS", "avg_contention", "{:.2f}"),
-)
-
-
-def _cell(value: Any, style: str) -> str:
-    if value is None or (isinstance(value, float) and not np.isfinite(value)):
-        return "-"
-    if style == "hours":
-        return f"{value / 3600:.2f}"
-    return style.format(value)
-
-
-def format_comparison(metrics: dict[str, dict[str, Any]]) -> str:
-    """Policies side by side, one row each."""
-    header = ["policy", *(title for title, _, _ in TABLE_COLUMNS)]
-    rows = [
-        [name, *(_cell(values[key], style) for _, key, style in TABLE_COLUMNS)]
-        for name, values in metrics.items()
-    ]
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
-        for row in [header, *rows]
-    ]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines)
-
-
 def command_run(args: argparse.Namespace) -> int:
     """``run``: simulate policies and compare their metrics."""
     if (args.policy is None) == (args.compare is None):
@@ -414,7 +376,7 @@ def command_run(args: argparse.Namespace) -> int:
         _write_metrics_csv(metrics, args.csv)
     if args.json:
         payload = {"policies": metrics, "jobs": len(workload), "notes": notes}
-        print(json.dumps(_json_safe(payload)))
+        print(json.dumps(json_safe(payload)))
     else:
         for note in notes:
             print(note)
@@ -433,16 +395,6 @@ def _write_metrics_csv(metrics: dict[str, dict[str, Any]], path: Path) -> None:
         writer.writerow(["policy", *keys])
         for name, values in metrics.items():
             writer.writerow([name, *(values[key] for key in keys)])
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _json_safe(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(item) for item in value]
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
 
 
 def command_deeprm(args: argparse.Namespace) -> int:
@@ -490,7 +442,7 @@ def command_cush(args: argparse.Namespace) -> int:
         **params,
     )
     if args.json:
-        print(json.dumps(_json_safe(summary)))
+        print(json.dumps(json_safe(summary)))
         return 0
     print(
         f"{summary['policy']} on {summary['cluster']} ({summary['nodes']} nodes), "

@@ -35,20 +35,12 @@ from typing import Any
 
 import yaml
 
+from envs.sim.report import format_comparison, json_safe
 from tune.experiment import ConfigError, ExperimentConfig, load_config
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_STORAGE = PROJECT_ROOT / "ray_results"
 BEST_METRIC = "env_runners/episode_return_mean"
-TABLE_COLUMNS = (
-    ("avg JCT h", "avg_jct", 3600.0),
-    ("p90 JCT h", "p90_jct", 3600.0),
-    ("makespan h", "makespan", 3600.0),
-    ("wait h", "avg_wait", 3600.0),
-    ("util", "gpu_utilization", 1.0),
-    ("CS", "avg_contention", 1.0),
-    ("finished", "jobs_finished", 1.0),
-)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -166,25 +158,6 @@ def evaluate_best(experiment: ExperimentConfig, checkpoint: str) -> dict[str, di
     )
 
 
-def format_table(table: dict[str, dict[str, Any]]) -> str:
-    """Policies side by side."""
-    header = ["policy", *(title for title, _, _ in TABLE_COLUMNS)]
-    rows = []
-    for policy, entry in table.items():
-        metrics = entry["metrics"]
-        cells = [policy]
-        for _, key, scale in TABLE_COLUMNS:
-            value = metrics.get(key)
-            cells.append("-" if value is None or value != value else f"{value / scale:.3f}")
-        rows.append(cells)
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in [header, *rows]
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def log_evaluation(
     experiment: ExperimentConfig,
     tracking_uri: str,
@@ -268,23 +241,15 @@ def main(argv: list[str] | None = None) -> int:
         "policies": {policy: entry["metrics"] for policy, entry in table.items()},
     }
     if args.json:
-        print(json.dumps(_json_safe(payload)))
+        print(json.dumps(json_safe(payload)))
     else:
         if table:
             print(f"\nHeld-out evaluation ({len(experiment.evaluation.seeds)} seeds):")
-            print(format_table(table))
+            print(format_comparison({policy: entry["metrics"] for policy, entry in table.items()}))
         print(f"\nbest checkpoint: {checkpoint}")
         print(f"MLflow experiment '{experiment.experiment_name}' at {tracking_uri}")
         print(f"open it with: {ui_command(tracking_uri)}")
     return 0
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _json_safe(item) for key, item in value.items()}
-    if isinstance(value, float) and value != value:
-        return None
-    return value
 
 
 if __name__ == "__main__":

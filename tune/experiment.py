@@ -20,6 +20,7 @@ anything starts Ray.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from dataclasses import asdict, dataclass, field
@@ -305,6 +306,10 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         if not separator or not key:
             raise ConfigError(f"--set takes KEY=VALUE with a dotted key, got {override!r}")
         value = yaml.safe_load(raw) if raw else ""
+        if isinstance(value, str):
+            # YAML 1.1 reads 1e-4 (no dot) as a string; users mean the number.
+            with contextlib.suppress(ValueError):
+                value = float(value)
         node = result
         parts = key.split(".")
         for part in parts[:-1]:

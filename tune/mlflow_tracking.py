@@ -127,9 +127,10 @@ def log_run(
     client.log_batch(
         run_id,
         metrics=[
+            # NaN is kept (MLflow stores it): every policy then has the same metric names.
             Metric(key, float(value), now, 0)
             for key, value in (metrics or {}).items()
-            if isinstance(value, int | float) and math.isfinite(value)
+            if isinstance(value, int | float)
         ],
         params=[Param(key, _param_value(value)) for key, value in (params or {}).items()],
         tags=[RunTag(key, str(value)) for key, value in all_tags.items()],

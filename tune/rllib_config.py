@@ -80,9 +80,10 @@ def algorithm_config(experiment: ExperimentConfig, seed: int | None = None) -> A
         )
     training.update(algorithm.extra)
     config = config.training(**training)
-    module = RLModuleSpec(
-        module_class=module_class(experiment.model.name), model_config=dict(experiment.model.config)
-    )
+    # Settings go through the algorithm's model_config (which RLlib copies into every
+    # module spec), so a Tune search space inside them is resolved per trial.
+    config = config.rl_module(model_config=dict(experiment.model.config))
+    module = RLModuleSpec(module_class=module_class(experiment.model.name))
     if experiment.environment.name in MULTI_AGENT_ENVIRONMENTS:
         if experiment.model.sharing == "shared":
             config = config.multi_agent(policies={"shared"}, policy_mapping_fn=shared_policy)

@@ -111,12 +111,18 @@ class DominantResourceFairness(Ordering):
         num_users = len(sim.workload.user_names)
         owner = np.where(user >= 0, user, num_users + np.arange(len(user)))
         running = sim.running_jobs()
+        # Workers a job runs with (elastic jobs may differ from their request); a stand-in
+        # simulator that only plans placements reports none, so count the request then.
+        workers = sim.running_workers[running]
+        workers = np.where(workers > 0, workers, sim.num_workers[running])
+        running_gpus = (
+            workers * sim.worker_gpus[running] + sim.num_ps[running] * sim.ps_gpus[running]
+        )
         running_cpus = (
-            sim.running_workers[running] * sim.worker_cpus[running]
-            + sim.num_ps[running] * sim.ps_cpus[running]
+            workers * sim.worker_cpus[running] + sim.num_ps[running] * sim.ps_cpus[running]
         )
         size = num_users + len(user)
-        gpus = np.bincount(owner[running], weights=sim.running_gpus[running], minlength=size)
+        gpus = np.bincount(owner[running], weights=running_gpus, minlength=size)
         cpus = np.bincount(owner[running], weights=running_cpus, minlength=size)
         share = np.maximum(gpus / gpu_capacity, cpus / cpu_capacity)
         return by_key(sim, jobs, share[owner[jobs]])

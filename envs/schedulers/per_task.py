@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from envs.schedulers.base import Placement
+from envs.schedulers.capacity import server_sums
 from envs.schedulers.loads import InterferenceLoads
 from envs.schedulers.tasks import JobTasks
 from envs.schedulers.tentative import Tentative
@@ -83,30 +84,52 @@ class Tetris(PerTaskPlacement):
         return int(candidates[np.argmax(score)])
 
 
+@dataclass
+class _LoadContext:
+    """Load balancing's per-job state: capacities and the current load of every server."""
+
+    server_gpus: np.ndarray
+    server_cores: np.ndarray
+    load: np.ndarray
+
+
 class LoadBalancing(PerTaskPlacement):
     """Least normalized server load (GPUs used / GPUs + cores used / cores), then group load."""
 
     name = "load-balancing"
 
-    def prepare(self, sim: Simulator, tasks: JobTasks, view: ClusterView) -> Any:
+    def prepare(self, sim: Simulator, tasks: JobTasks, view: ClusterView) -> _LoadContext:
         cluster = view.cluster
-        server_gpus = np.add.reduceat(cluster.group_gpus, cluster.server_group_offsets[:-1])
-        server_cores = np.add.reduceat(cluster.socket_cores, cluster.server_socket_offsets[:-1])
-        return server_gpus.astype(np.float64), server_cores.astype(np.float64)
+        server_gpus, server_cores = server_sums(cluster, cluster.group_gpus, cluster.socket_cores)
+        free_gpus, free_cores = server_sums(cluster, view.free_gpus, view.free_cores)
+        server_gpus, server_cores = server_gpus.astype(np.float64), server_cores.astype(np.float64)
+        load = (server_gpus - free_gpus) / server_gpus + (server_cores - free_cores) / server_cores
+        return _LoadContext(server_gpus, server_cores, load)
 
-    def pick(self, context: Any, attempt: Tentative, task: int, candidates: np.ndarray) -> int:
-        server_gpus, server_cores = context
+    def pick(
+        self, context: _LoadContext, attempt: Tentative, task: int, candidates: np.ndarray
+    ) -> int:
         cluster = attempt.cluster
-        free_gpus, free_cores = attempt.server_free()
-        server_load = (server_gpus - free_gpus) / server_gpus
-        server_load += (server_cores - free_cores) / server_cores
-        sockets = cluster.group_socket[candidates]
-        group_gpus = cluster.group_gpus[candidates]
+        server_load = context.load[cluster.group_server[candidates]]
+        # Candidates ascend, so the first minimum is the lowest index among equals.
+        lightest = candidates[server_load == server_load.min()]
+        sockets = cluster.group_socket[lightest]
+        group_gpus = cluster.group_gpus[lightest]
         socket_cores = cluster.socket_cores[sockets]
-        group_load = (group_gpus - attempt.free_gpus[candidates]) / group_gpus
+        group_load = (group_gpus - attempt.free_gpus[lightest]) / group_gpus
         group_load += (socket_cores - attempt.free_cores[sockets]) / socket_cores
-        best = np.lexsort((candidates, group_load, server_load[cluster.group_server[candidates]]))
-        return int(candidates[best[0]])
+        return int(lightest[np.argmin(group_load)])
+
+    def assigned(self, context: _LoadContext, attempt: Tentative, task: int, group: int) -> None:
+        # Recompute the one server that changed, by the same formula as the others.
+        cluster = attempt.cluster
+        server = int(cluster.group_server[group])
+        groups = slice(*cluster.server_group_offsets[server : server + 2])
+        sockets = slice(*cluster.server_socket_offsets[server : server + 2])
+        gpus, cores = context.server_gpus[server], context.server_cores[server]
+        context.load[server] = (gpus - attempt.free_gpus[groups].sum()) / gpus + (
+            cores - attempt.free_cores[sockets].sum()
+        ) / cores
 
 
 @dataclass

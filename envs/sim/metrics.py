@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from envs.sim.engine import Simulator
+from envs.sim.report import json_safe
 
 JOB_FIELDS = (
     "arrival",
@@ -127,8 +128,8 @@ class SimulationResult:
         """Metrics and the per-job records as a JSON-able dict (NaN as null)."""
         return {
             "policy": self.policy,
-            "metrics": _json_safe(self.metrics()),
-            "jobs": {name: _json_safe(values.tolist()) for name, values in self.jobs.items()},
+            "metrics": json_safe(self.metrics()),
+            "jobs": {name: json_safe(values.tolist()) for name, values in self.jobs.items()},
         }
 
     def write_json(self, path: Path) -> None:
@@ -153,14 +154,3 @@ class SimulationResult:
 
 def _csv_value(value: float) -> str:
     return "" if not np.isfinite(value) else repr(float(value))
-
-
-def _json_safe(value: Any) -> Any:
-    """Replace NaN/inf (not valid JSON) by None, recursively."""
-    if isinstance(value, dict):
-        return {key: _json_safe(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(item) for item in value]
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value

@@ -1,0 +1,274 @@
+"""platform/train.py, tune/sweep.py and platform/evaluate.py for real: Ray, Tune, MLflow.
+
+Each test runs the programs as a user does (subprocesses), on the tiny experiment of
+tests/data/configs/tiny.yaml, with MLflow in a temporary sqlite store or a real
+``mlflow server``, and a real ``ray start --head`` for ``ray job submit``. Services are
+stopped by their own process ids.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT / "tests" / "data" / "configs" / "tiny.yaml"
+PYTHON = sys.executable
+BIN = Path(PYTHON).parent
+
+
+def run_program(script: str, *args: str, timeout: int = 600, env: dict | None = None):
+    return subprocess.run(
+        [PYTHON, str(ROOT / script), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def last_json(stdout: str) -> dict:
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def client(uri: str):
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def runs_of(uri: str, experiment: str) -> list:
+    mlflow_client = client(uri)
+    found = mlflow_client.get_experiment_by_name(experiment)
+    assert found is not None, f"no MLflow experiment {experiment!r}"
+    return mlflow_client.search_runs([found.experiment_id])
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_bad_config_fails_before_ray_starts(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(TINY.read_text().replace("lr", "learning_rate") + "\nalgorithm: {lr: 5}\n")
+    started = time.monotonic()
+    result = run_program("platform/train.py", "--config", str(bad))
+    assert result.returncode == 2
+    assert (
+        result.stderr.count("\n") == 1 and "algorithm.lr must be in (0, 1), got 5" in result.stderr
+    )
+    assert "Ray" not in result.stdout + result.stderr
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.integration
+def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    result = run_program(
+        "platform/train.py",
+        *("--config", str(TINY), "--storage", str(tmp_path / "results"), "--json"),
+        *("--set", f"tracking.tracking_uri={uri}"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    payload = last_json(result.stdout)
+    assert Path(payload["checkpoint"]).is_dir()
+    assert payload["tracking_uri"] == uri and payload["experiment"] == "tiny"
+    assert set(payload["policies"]) == {"learned", "fifo+packing"}
+    assert payload["policies"]["fifo+packing"]["jobs_finished"] == 8
+    runs = runs_of(uri, "tiny")
+    training = [run for run in runs if run.data.tags.get("stage") != "evaluation"]
+    evaluation = {
+        run.data.tags["policy"]: run for run in runs if run.data.tags.get("stage") == "evaluation"
+    }
+    assert len(training) == 1 and set(evaluation) == {"learned", "fifo+packing"}
+    train_run = training[0]
+    assert train_run.data.params["algorithm.train_batch_size"] == "200"
+    assert train_run.data.tags["topology"] == "fat-tree"
+    history = client(uri).get_metric_history(train_run.info.run_id, "episode_return_mean")
+    assert [metric.step for metric in history] == [1, 2]
+    # The same metric names for the learned policy and the heuristic: comparable in the UI.
+    assert set(evaluation["learned"].data.metrics) == set(evaluation["fifo+packing"].data.metrics)
+    assert "avg_jct" in evaluation["fifo+packing"].data.metrics
+    artifacts = {a.path for a in client(uri).list_artifacts(evaluation["learned"].info.run_id)}
+    assert artifacts == {
+        "config.yaml",
+        "learning_curve.png",
+        "jct_cdf.png",
+        "evaluation.csv",
+        "checkpoint.txt",
+    }
+
+
+@pytest.mark.integration
+def test_resume_after_killing_the_driver(tmp_path: Path) -> None:
+    storage = tmp_path / "results"
+    args = [
+        "--config",
+        str(TINY),
+        "--storage",
+        str(storage),
+        "--skip-evaluation",
+        "--stop-iters",
+        "4",
+    ]
+    args += ["--set", f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}"]
+    driver = subprocess.Popen(
+        [PYTHON, str(ROOT / "platform" / "train.py"), *args],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not list(storage.glob("tiny/*/checkpoint_000001")):
+            assert driver.poll() is None, "training ended before it could be interrupted"
+            assert time.monotonic() < deadline, "no second checkpoint in time"
+            time.sleep(0.5)
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver and the local Ray it started
+        driver.wait()
+    checkpoints_before = sorted(p.name for p in storage.glob("tiny/*/checkpoint_*"))
+    resumed = run_program("platform/train.py", *args, "--resume", "--json")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    trial = next(storage.glob("tiny/PPO_*"))
+    iterations = [json.loads(line)["training_iteration"] for line in (trial / "result.json").open()]
+    assert iterations[-1] == 4
+    # Nothing was lost beyond the last checkpoint: the resumed trial continued from it.
+    assert set(range(1, 5)) <= set(iterations)
+    assert "checkpoint_000001" in checkpoints_before
+    runs = runs_of(f"sqlite:///{tmp_path / 'mlflow.db'}", "tiny")
+    assert len(runs) == 1  # the resumed trial kept logging into its run
+    steps = client(f"sqlite:///{tmp_path / 'mlflow.db'}").get_metric_history(
+        runs[0].info.run_id, "episode_return_mean"
+    )
+    assert max(metric.step for metric in steps) == 4
+
+
+@pytest.mark.integration
+def test_sweep_makes_child_runs_under_one_parent(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    result = run_program(
+        "tune/sweep.py",
+        *("--config", str(TINY), "--num-samples", "2", "--storage", str(tmp_path / "results")),
+        *("--set", f"tracking.tracking_uri={uri}", "--set", "stop.training_iteration=1", "--json"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    payload = last_json(result.stdout)
+    assert len(payload["trials"]) == 2 and Path(payload["best_checkpoint"]).is_dir()
+    runs = runs_of(uri, "tiny")
+    parents = [run for run in runs if run.data.tags.get("stage") == "sweep"]
+    children = [run for run in runs if run.data.tags.get("mlflow.parentRunId")]
+    assert len(parents) == 1 and parents[0].info.run_id == payload["parent_run_id"]
+    assert len(children) == 2
+    assert {run.data.tags["mlflow.parentRunId"] for run in children} == {payload["parent_run_id"]}
+
+
+@pytest.mark.integration
+def test_logging_to_a_real_mlflow_server(tmp_path: Path) -> None:
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            str(BIN / "mlflow"),
+            *("server", "--host", "127.0.0.1", "--port", str(port)),
+            *("--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}"),
+            *("--artifacts-destination", str(tmp_path / "artifacts")),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "mlflow server down"
+                time.sleep(0.5)
+        result = run_program(
+            "platform/train.py",
+            *("--config", str(TINY), "--storage", str(tmp_path / "results"), "--json"),
+            *("--stop-iters", "1", "--set", f"tracking.tracking_uri={uri}"),
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        runs = runs_of(uri, "tiny")
+        policies = {run.data.tags.get("policy") for run in runs}
+        assert {"learned", "fifo+packing"} <= policies
+        learned = next(
+            r
+            for r in runs
+            if r.data.tags.get("stage") == "evaluation" and r.data.tags["policy"] == "learned"
+        )
+        assert {a.path for a in client(uri).list_artifacts(learned.info.run_id)} >= {
+            "config.yaml",
+            "jct_cdf.png",
+        }
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+
+@pytest.mark.integration
+def test_ray_job_submit_on_a_real_head(tmp_path: Path) -> None:
+    import psutil
+
+    dashboard = free_port()
+    session_dir = Path("/tmp") / f"rayjob-{os.getpid()}"
+    env = {
+        **os.environ,
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",  # the job's `python` is this venv's
+        "RAY_AUTH_MODE": "disabled",  # loopback only; token auth would need a client token
+    }
+    start = subprocess.run(
+        [
+            str(BIN / "ray"),
+            *("start", "--head", "--port", str(free_port()), "--num-cpus", "2"),
+            *("--include-dashboard", "true", "--dashboard-host", "127.0.0.1"),
+            *("--dashboard-port", str(dashboard), "--temp-dir", str(session_dir)),
+            "--disable-usage-stats",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
+    try:
+        assert start.returncode == 0, start.stderr[-3000:]
+        uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+        submit = subprocess.run(
+            [
+                str(BIN / "ray"),
+                *("job", "submit", "--address", f"http://127.0.0.1:{dashboard}"),
+                *("--working-dir", str(ROOT), "--"),
+                *("python", "platform/train.py", "--config", "tests/data/configs/tiny.yaml"),
+                *("--stop-iters", "1", "--storage", str(tmp_path / "results"), "--json"),
+                *("--set", f"tracking.tracking_uri={uri}"),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+        )
+        assert submit.returncode == 0, (submit.stdout + submit.stderr)[-3000:]
+        assert "SUCCEEDED" in submit.stdout + submit.stderr
+        runs = runs_of(uri, "tiny")
+        assert {"learned", "fifo+packing"} <= {run.data.tags.get("policy") for run in runs}
+    finally:
+        # Stop exactly this head: the processes started with our session folder.
+        for process in psutil.process_iter(["pid", "cmdline"]):
+            if str(session_dir) in " ".join(process.info["cmdline"] or []):
+                process.kill()

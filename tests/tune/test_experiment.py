@@ -1,0 +1,86 @@
+"""Experiment configs: YAML -> validated dataclasses, overrides, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tune.experiment import ConfigError, apply_overrides, config_from_dict, load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = sorted((ROOT / "tune" / "configs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+def test_shipped_configs_load(path: Path) -> None:
+    experiment = load_config(path)
+    assert experiment.stop.criteria()
+    assert not set(experiment.seeds) & set(experiment.evaluation.seeds)
+
+
+def test_shipped_configs_cover_the_paper_settings() -> None:
+    names = {path.stem for path in CONFIGS}
+    assert {"demo", "fattree_k20", "vl2", "bcube", "heterogeneous"} <= names
+    k20 = load_config(ROOT / "tune" / "configs" / "fattree_k20.yaml")
+    assert k20.environment.config["topology_params"] == {"k": 20}
+
+
+def test_overrides_reach_nested_keys() -> None:
+    experiment = load_config(
+        ROOT / "tune" / "configs" / "demo.yaml",
+        ["algorithm.lr=1e-4", "environment.config.topology_params.k=6", "seeds=[3, 4]"],
+    )
+    assert experiment.algorithm.lr == 1e-4
+    assert experiment.environment.config["topology_params"]["k"] == 6
+    assert experiment.seeds == [3, 4]
+    assert experiment.flat()["algorithm.lr"] == 1e-4
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"algorithm": {"lr": 2}}, r"algorithm.lr must be in \(0, 1\), got 2"),
+        ({"algorithm": {"name": "A3C"}}, r"algorithm.name='A3C'; allowed: PPO, APPO, DQN"),
+        ({"algorihm": {}}, r"unknown top-level key\(s\) algorihm"),
+        ({"model": {"nmae": "x"}}, r"unknown key\(s\) model.nmae; allowed in model: name"),
+        ({"model": {"name": "pod_cnn"}}, r"model.name='pod_cnn'; known: pod_gnn, pod_mlp"),
+        (
+            {"environment": {"name": "pod_v9"}},
+            r"environment.name='pod_v9'; known: pod_scheduling_v0",
+        ),
+        ({"evaluation": {"baselines": ["fifo+warp"]}}, r"evaluation.baselines: unknown placement"),
+        ({"seeds": [1000]}, r"evaluation.seeds \[1000\] are also training seeds"),
+        ({"stop": {"training_iteration": 0}}, r"stop.training_iteration must be an integer >= 1"),
+        (
+            {"algorithm": {"train_batch_size": 100, "minibatch_size": 200}},
+            r"minibatch_size \(200\) must not exceed",
+        ),
+        (
+            {"resources": {"num_env_runners": -1}},
+            r"resources.num_env_runners must be an integer >= 0",
+        ),
+    ],
+)
+def test_bad_configs_name_the_key(data: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(data)
+
+
+def test_bad_override_and_bad_yaml(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--set takes KEY=VALUE"):
+        apply_overrides({}, ["algorithm.lr"])
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("algorithm: [unclosed\n")
+    with pytest.raises(ConfigError, match="is not valid YAML"):
+        load_config(broken)
+    with pytest.raises(ConfigError, match="cannot read config"):
+        load_config(tmp_path / "missing.yaml")
+
+
+def test_round_trip_through_yaml(tmp_path: Path) -> None:
+    experiment = load_config(ROOT / "tune" / "configs" / "demo.yaml")
+    path = tmp_path / "again.yaml"
+    path.write_text(yaml.safe_dump(experiment.to_dict()))
+    assert load_config(path) == experiment

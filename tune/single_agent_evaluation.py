@@ -1,0 +1,167 @@
+"""Evaluate a learned single-agent policy and its environment's baselines, like for like.
+
+For the Gymnasium formulations (``podsched/DeepRM-v0``, ``podsched/CuSH-v0``) every policy
+plays the same episodes: one per evaluation seed, the workload drawn by
+``env.reset(seed=seed)``, so the learned policy and each baseline face identical job
+sequences (and Random baselines draw from that episode's generator, as ``simulate.py``
+does). Each episode yields its return and the environment's own summary
+(``env.unwrapped.summary()``: DeepRM's ``mean_slowdown``, ``max_slowdown``, ``dropped``,
+...; CuSH's ``avg_ntat`` -- 004's headline metric --, ``avg_wait``, ``avg_tat``,
+``eq1_return``, ``avg_penalty``, ...). A policy's figure is the mean over seeds.
+
+How to use::
+
+    from tune.policy_evaluation import module_paths
+    from tune.single_agent_evaluation import evaluate_single_agent
+
+    path = module_paths(checkpoint, ["default_policy"])["default_policy"]
+    table = evaluate_single_agent("podsched/DeepRM-v0", {}, [1000, 1001, 1002], path)
+    table["learned"]["metrics"]["mean_slowdown"], table["sjf"]["metrics"]["mean_slowdown"]
+
+The learned policy acts greedily: the argmax of its masked logits (for CuSH the most
+likely job, then the most likely allocation policy for it). Episodes run in this process,
+one after the other (a few hundred steps each).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+LEARNED = "learned"
+
+
+def baseline_names(env_name: str) -> tuple[str, ...]:
+    """The heuristics the environment ``env_name`` ships (its ``baseline_action`` names)."""
+    if env_name == "podsched/DeepRM-v0":
+        from envs.deeprm_core import POLICIES
+
+        return tuple(POLICIES)  # sjf, packer, random (the reference's other_agents.py)
+    if env_name == "podsched/CuSH-v0":
+        from envs.cush_baselines import CUSH_BASELINES
+
+        return CUSH_BASELINES  # 004 Table 1's eight rows
+    raise ValueError(
+        f"no single-agent baselines for environment {env_name!r}; known: "
+        "podsched/DeepRM-v0, podsched/CuSH-v0"
+    )
+
+
+def _batch_of_one(observation: Any) -> Any:
+    """An observation (array or mapping of arrays) as torch tensors with a batch axis."""
+    import torch
+
+    if isinstance(observation, Mapping):
+        return {key: _batch_of_one(value) for key, value in observation.items()}
+    return torch.as_tensor(np.asarray(observation)).unsqueeze(0)
+
+
+def greedy_action(module: Any, observation: Any) -> Any:
+    """The module's deterministic action for one observation (an int or an int array)."""
+    import torch
+    from ray.rllib.core.columns import Columns
+
+    with torch.no_grad():
+        out = module.forward_inference({Columns.OBS: _batch_of_one(observation)})
+        distribution = module.get_inference_action_dist_cls().from_logits(
+            out[Columns.ACTION_DIST_INPUTS]
+        )
+        action = distribution.to_deterministic().sample()[0].cpu().numpy()
+    return int(action) if action.ndim == 0 else action.astype(np.int64)
+
+
+def run_episode(
+    env_name: str,
+    env_config: dict[str, Any],
+    seed: int,
+    policy: str,
+    module: Any = None,
+) -> dict[str, Any]:
+    """One episode of ``policy`` (:data:`LEARNED` with ``module``, else a baseline name).
+
+    Returns ``{"policy", "seed", "metrics"}``: ``episode_return``, ``truncated`` (1.0 when
+    the step cap ended it) and every number of the environment's summary.
+    """
+    from envs import make_env
+
+    env = make_env(env_name, **env_config)
+    try:
+        observation, _ = env.reset(seed=seed)
+        if policy == LEARNED:
+            if module is None:
+                raise ValueError("the learned policy needs a module")
+
+            def act(obs: Any) -> Any:
+                return greedy_action(module, obs)
+        else:
+            unwrapped = env.unwrapped
+
+            def act(obs: Any) -> Any:
+                return unwrapped.baseline_action(policy)
+
+        episode_return, done, truncated = 0.0, False, False
+        while not done:
+            observation, reward, terminated, truncated, _ = env.step(act(observation))
+            episode_return += float(reward)
+            done = terminated or truncated
+        summary = env.unwrapped.summary()
+    finally:
+        env.close()
+    metrics: dict[str, Any] = {"episode_return": episode_return, "truncated": float(truncated)}
+    # Per-job records stay out: the table compares scalars.
+    metrics.update(
+        (key, value)
+        for key, value in summary.items()
+        if value is None or (isinstance(value, int | float) and not isinstance(value, bool))
+    )
+    return {"policy": policy, "seed": seed, "metrics": metrics}
+
+
+def evaluate_single_agent(
+    env_name: str,
+    env_config: dict[str, Any],
+    seeds: list[int],
+    modules_path: str | None = None,
+    baselines: list[str] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """``{policy: {"metrics": mean over seeds, "episodes": per-seed metrics}}``.
+
+    ``modules_path``: the learned RLModule's checkpoint folder (an Algorithm checkpoint's
+    ``learner_group/learner/rl_module/default_policy``); left out, only baselines play.
+    ``baselines``: names the environment's ``baseline_action`` accepts; ``None`` means all
+    of :func:`baseline_names`. A metric that is None in some episodes (e.g. DeepRM's slowdown
+    when nothing was booked) is averaged over the others; NaN when None in all.
+    """
+    if not seeds:
+        raise ValueError("seeds must name at least one evaluation episode")
+    known = baseline_names(env_name)
+    names = known if baselines is None else tuple(baselines)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown baseline(s) {', '.join(unknown)} for {env_name}; known: {', '.join(known)}"
+        )
+    module = None
+    if modules_path is not None:
+        from ray.rllib.core.rl_module.rl_module import RLModule
+
+        module = RLModule.from_checkpoint(str(modules_path))
+    policies = ([LEARNED] if module is not None else []) + list(names)
+    table: dict[str, dict[str, Any]] = {}
+    for policy in policies:
+        episodes = [
+            run_episode(env_name, env_config, seed, policy, module)["metrics"] for seed in seeds
+        ]
+        keys = list(episodes[0])
+        table[policy] = {
+            "metrics": {key: _mean([episode.get(key) for episode in episodes]) for key in keys},
+            "episodes": episodes,
+        }
+    return table
+
+
+def _mean(values: list[Any]) -> float:
+    present = [float(value) for value in values if value is not None and np.isfinite(value)]
+    return float(np.mean(present)) if present else float("nan")
