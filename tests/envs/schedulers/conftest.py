@@ -51,10 +51,11 @@ class Setup:
         for _ in range(gpus - 1):
             self.sim.place(self.fillers.pop(0), [group])
         if cpus:
-            self.sim.place(self._cpu_filler(cpus), [group])
+            self.sim.place(self.cpu_filler(cpus), [group])
         return job
 
-    def _cpu_filler(self, cpus: float) -> int:
+    def cpu_filler(self, cpus: float) -> int:
+        """A prepared CPU-only filler job of ``cpus`` cores (not started)."""
         for index, job in enumerate(self.fillers):
             if self.sim.worker_gpus[job] == 0 and self.sim.worker_cpus[job] == cpus:
                 return self.fillers.pop(index)

@@ -81,7 +81,7 @@ def test_cores_count_as_well_as_gpus(setup_sim, job_spec):
     setup = setup_sim(cluster, [job_spec(workers=2, cpus=4)], gpu_fillers=1, cpu_fillers=[6, 6])
     setup.occupy(0, gpus=1, cpus=6)  # socket 0: 6 of 8 cores busy
     sim = setup.sim
-    sim.place(setup._cpu_filler(6), [1])  # socket 1: 6 of 8 cores busy
+    sim.place(setup.cpu_filler(6), [1])  # socket 1: 6 of 8 cores busy
     # Server 0: 3 free GPUs, 2 + 2 free cores: no 4-core task fits. Server 1: 4 GPUs.
     # Server 1: both tasks fit group 2 (2 GPUs, 8 cores on socket 2).
     assert place(sim, 0) == [2, 2]

@@ -43,7 +43,7 @@ def three_servers(setup_sim, job_spec):
     specs = [job_spec(workers=2, cpus=2), job_spec(workers=5, cpus=1)]
     setup = setup_sim(cluster, specs, gpu_fillers=1, cpu_fillers=[1, 6])
     setup.occupy(0, gpus=1, cpus=1)
-    setup.sim.place(setup._cpu_filler(6), [2])
+    setup.sim.place(setup.cpu_filler(6), [2])
     return setup.sim
 
 

@@ -81,7 +81,7 @@ def test_a_failed_shape_is_tried_once_per_decision(setup_sim, job_spec):
     setup.occupy(1, gpus=2, cpus=5)
     setup.occupy(2, gpus=2, cpus=8)
     setup.occupy(3, gpus=2, cpus=8)
-    setup.sim.place(setup._cpu_filler(2), [0])
+    setup.sim.place(setup.cpu_filler(2), [0])
 
     started = record_starts(setup.sim)
     counting = Counting()
