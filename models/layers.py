@@ -5,9 +5,12 @@
 
 ``F`` is a one-layer network from the edge vector (bandwidth, load, tier) to the filter.
 With ``edge_network="full"`` it outputs all in x out entries (NNConv's construction, exact
-to 001); "factorized" outputs ``rank`` gates of a low-rank filter
-``Theta = U diag(F(e)) V``, which costs edges x rank instead of edges x in x out and so
-scales to paper-size clusters.
+to 001). Because one layer is affine in the edge vector e (D entries),
+``Theta(e) = B + sum_k e_k W_k``, so the message ``Theta(e)^T h_w`` is computed as
+``h_w B + sum_k e_k (h_w W_k)``: D + 1 products per *node* instead of an in x out matrix
+per *edge* -- the same function and parameters, at a cost linear in the edges.
+"factorized" instead outputs ``rank`` gates of a low-rank filter ``Theta = U diag(F(e)) V``
+(with a ReLU, so not affine), for when a non-linear edge network is wanted.
 """
 
 from __future__ import annotations
@@ -68,14 +71,23 @@ class EdgeConditionedConv(MessagePassing):
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor) -> Tensor:
         """One convolution; nodes without neighbours get h_N = b."""
-        neighbourhood = self.propagate(edge_index, x=x, edge_attr=edge_attr) + self.bias
+        if self.edge_network == "full":
+            # Per node: h B and h W_k for each edge feature k (see the module docstring).
+            weight = self.filter.weight.view(self.in_channels, self.out_channels, -1)
+            bias = self.filter.bias.view(self.in_channels, self.out_channels, 1)
+            stacked = torch.cat([bias, weight], dim=-1)  # [in, out, 1 + D]
+            source = torch.einsum("ni,iok->nko", x, stacked).reshape(x.shape[0], -1)
+        else:
+            source = x
+        neighbourhood = self.propagate(edge_index, x=source, edge_attr=edge_attr) + self.bias
         return torch.relu(self.combine(torch.cat([x, neighbourhood], dim=-1)))
 
     def message(self, x_j: Tensor, edge_attr: Tensor) -> Tensor:
         """Theta(E(u, w)) h_w for every edge."""
         if self.edge_network == "full":
-            theta = self.filter(edge_attr).view(-1, self.in_channels, self.out_channels)
-            return torch.bmm(x_j.unsqueeze(1), theta).squeeze(1)
+            per_feature = x_j.view(x_j.shape[0], -1, self.out_channels)  # [E, 1 + D, out]
+            coefficients = torch.cat([edge_attr.new_ones(edge_attr.shape[0], 1), edge_attr], dim=-1)
+            return torch.einsum("ek,eko->eo", coefficients, per_feature)
         gates = torch.relu(self.filter(edge_attr))
         return self.up(gates * self.down(x_j))
 

@@ -32,7 +32,6 @@ the running set changes.
 
 from __future__ import annotations
 
-import bisect
 import math
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -179,10 +178,16 @@ class Simulator:
         self._link_members: list[set[int]] = [set() for _ in range(cluster.num_links)]
         self._stale: set[int] = set()
         self._running: np.ndarray | None = None
-        self._remaining: np.ndarray | None = None
+        self._remaining = np.full(num_jobs, np.inf)
+        self._remaining_ids = np.zeros(0, dtype=np.int64)
+        self._remaining_fresh = False
         self._remaining_at = -1.0
         self._job_tasks: dict[int, _JobPlacement] = {}
-        self._waiting: list[int] = []
+        # Waiting jobs as a mask (jobs are in arrival order) and a count; the sorted
+        # index array is rebuilt only when a decision asks after something changed.
+        self._is_waiting = np.zeros(num_jobs, dtype=bool)
+        self._num_waiting = 0
+        self._waiting_cache: np.ndarray | None = None
         self._events = EventQueue()
         for job, arrival in enumerate(workload.arrival_time):
             self._events.push(float(arrival), ARRIVAL, job)
@@ -218,7 +223,10 @@ class Simulator:
 
     def waiting_jobs(self) -> np.ndarray:
         """Jobs waiting to be placed, in arrival order."""
-        return np.array(self._waiting, dtype=np.int64)
+        if self._waiting_cache is None:
+            self._waiting_cache = np.flatnonzero(self._is_waiting)
+            self._waiting_cache.flags.writeable = False
+        return self._waiting_cache
 
     def running_jobs(self) -> np.ndarray:
         """Jobs running now, by index (a cached read-only array)."""
@@ -230,13 +238,18 @@ class Simulator:
     def remaining_time(self, jobs: np.ndarray | None = None) -> np.ndarray:
         """Seconds left for jobs at their current speed (inf for jobs not running)."""
         self._refresh()
-        if self._remaining is None or self._remaining_at != self.now:
-            self._remaining = np.full(self.num_jobs, np.inf)
+        if not self._remaining_fresh or self._remaining_at != self.now:
+            # One persistent buffer: only the running entries change, so nothing of the
+            # workload's size is allocated per event.
+            buffer = self._remaining
+            buffer[self._remaining_ids] = np.inf
             ids = self.running_jobs()
             stall = np.maximum(self.stall_until[ids] - self.now, 0.0)
             left = self.work_total[ids] - self.work_done[ids]
-            self._remaining[ids] = stall + left / self._rate[ids]
+            buffer[ids] = stall + left / self._rate[ids]
+            self._remaining_ids = ids
             self._remaining_at = self.now
+            self._remaining_fresh = True
         return self._remaining.copy() if jobs is None else self._remaining[np.asarray(jobs)]
 
     def expected_duration(self, jobs: np.ndarray) -> np.ndarray:
@@ -298,7 +311,7 @@ class Simulator:
         groups = np.asarray(task_groups, dtype=np.int64)
         chosen = None if gpus is None else np.asarray(gpus, dtype=np.int64)
         record = self._claim(job, groups, chosen, dry_run=False)
-        self._waiting.remove(job)
+        self._set_waiting(job, False)
         self._start(job, record, speed_factor)
 
     def preempt(self, job: int) -> None:
@@ -309,7 +322,7 @@ class Simulator:
         self._release(job)
         self.status[job] = _WAITING
         self.preemptions[job] += 1
-        bisect.insort(self._waiting, job)
+        self._set_waiting(job, True)
 
     def resize(
         self, job: int, task_groups: np.ndarray | list[int], gpus: np.ndarray | None = None
@@ -336,13 +349,13 @@ class Simulator:
                 self._record()
                 return False
             due = ticked if interval_mode else (arrived or completed)
-            if due and self._waiting:
+            if due and self._num_waiting:
                 self.decisions += 1
                 return True
             step_to = self._next_time()
             if step_to == math.inf:
                 raise SimulationStalledError(
-                    f"{len(self._waiting)} job(s) wait (first: job {self._waiting[0]}), "
+                    f"{self._num_waiting} job(s) wait (first: job {self.waiting_jobs()[0]}), "
                     "nothing runs and nothing will arrive: the policy must place a job"
                 )
             self._advance(min(step_to, self.config.horizon_s))
@@ -354,6 +367,11 @@ class Simulator:
             schedule(self)
 
     # ------------------------------------------------------------------ internals
+    def _set_waiting(self, job: int, waiting: bool) -> None:
+        self._is_waiting[job] = waiting
+        self._num_waiting += 1 if waiting else -1
+        self._waiting_cache = None
+
     def _check_job(self, job: int) -> int:
         if not 0 <= int(job) < self.num_jobs:
             raise PlacementError(f"job {job} out of range [0, {self.num_jobs})")
@@ -474,7 +492,8 @@ class Simulator:
         self._mark_neighbours(job, record)
         self._job_tasks[job] = record
         self.status[job] = _RUNNING
-        self._running = self._remaining = None
+        self._running = None
+        self._remaining_fresh = False
         self.speed_factor[job] = speed_factor
         self.running_workers[job] = record.workers
         self.running_gpus[job] = int(record.task_gpus.sum())
@@ -496,7 +515,8 @@ class Simulator:
             self._link_members[link].discard(job)
         self._mark_neighbours(job, record)
         self._stale.discard(job)
-        self._running = self._remaining = None
+        self._running = None
+        self._remaining_fresh = False
         self._rate[job] = 0.0
         self.running_workers[job] = 0
         self.running_gpus[job] = 0
@@ -578,7 +598,7 @@ class Simulator:
             self.link_jobs,
         )
         comm[ids], comm_alone[ids] = now, alone
-        self._remaining = None
+        self._remaining_fresh = False
         compute = self.compute_time[affected]
         factor = self.speed_factor[affected]
         step = (compute * (1.0 + slowdown[affected]) + comm[affected]) * factor
@@ -610,7 +630,7 @@ class Simulator:
             self.attained_gpu_seconds[running] += self.running_gpus[running] * elapsed
             self.cs_seconds[running] += self._contention[running] * elapsed
         self.now = time
-        self._remaining = None
+        self._remaining_fresh = False
 
     def _complete_due(self) -> bool:
         running = self.running_jobs()
@@ -634,7 +654,7 @@ class Simulator:
             self.events += 1
             if event.kind == ARRIVAL:
                 self.status[event.payload] = _WAITING
-                bisect.insort(self._waiting, event.payload)
+                self._set_waiting(event.payload, True)
                 arrived = True
             elif event.kind == TICK:
                 ticked = True
@@ -654,7 +674,7 @@ class Simulator:
             self.now,
             (
                 int(self.running_gpus.sum()),
-                len(self._waiting),
+                self._num_waiting,
                 len(running),
                 server_fragmentation(self.cluster, gpu_remaining),
                 float(self._contention[running].mean()) if len(running) else 1.0,

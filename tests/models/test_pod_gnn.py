@@ -117,3 +117,20 @@ def test_bad_settings_are_refused() -> None:
         GNNModelConfig(edge_network="dense")
     with pytest.raises(ValueError, match="unknown GNNModelConfig key"):
         GNNModelConfig.from_model_config({"hiden": 3})
+
+
+def test_full_filter_equals_the_per_edge_matrix_construction() -> None:
+    """The linear-cost 'full' layer computes exactly NNConv's per-edge Theta(e) h_w."""
+    from models.layers import EdgeConditionedConv
+
+    torch.manual_seed(1)
+    layer = EdgeConditionedConv(5, 7, edge_dim=3, edge_network="full", aggr="mean")
+    x = torch.randn(6, 5)
+    edge_index = torch.tensor([[0, 1, 2, 3, 4, 5, 1], [1, 0, 3, 2, 5, 4, 2]])
+    edge_attr = torch.rand(7, 3)
+    theta = layer.filter(edge_attr).view(-1, 5, 7)  # one in x out matrix per edge
+    messages = torch.bmm(x[edge_index[0]].unsqueeze(1), theta).squeeze(1)
+    mean = torch.zeros(6, 7).index_add_(0, edge_index[1], messages)
+    mean = mean / torch.bincount(edge_index[1], minlength=6).clamp(min=1).unsqueeze(-1)
+    expected = torch.relu(layer.combine(torch.cat([x, mean + layer.bias], dim=-1)))
+    assert torch.allclose(layer(x, edge_index, edge_attr), expected, atol=1e-5)
