@@ -19,6 +19,8 @@ import gymnasium
 ENVIRONMENTS: dict[str, str] = {
     "podsched/DeepRM-v0": "envs.deeprm:DeepRMEnv",
     "podsched/CuSH-v0": "envs.cush:CuSHEnv",
+    "podsched/SCED2-v0": "envs.sced2:Sced2Env",
+    "podsched/Contention-v0": "envs.contention:ContentionEnv",
 }
 
 

@@ -76,7 +76,9 @@ class EdgeConditionedConv(MessagePassing):
             weight = self.filter.weight.view(self.in_channels, self.out_channels, -1)
             bias = self.filter.bias.view(self.in_channels, self.out_channels, 1)
             stacked = torch.cat([bias, weight], dim=-1)  # [in, out, 1 + D]
-            source = torch.einsum("ni,iok->nko", x, stacked).reshape(x.shape[0], -1)
+            source = torch.einsum("ni,iok->nko", x, stacked).reshape(
+                x.shape[0], stacked.shape[-1] * self.out_channels
+            )
         else:
             source = x
         neighbourhood = self.propagate(edge_index, x=source, edge_attr=edge_attr) + self.bias
@@ -85,7 +87,8 @@ class EdgeConditionedConv(MessagePassing):
     def message(self, x_j: Tensor, edge_attr: Tensor) -> Tensor:
         """Theta(E(u, w)) h_w for every edge."""
         if self.edge_network == "full":
-            per_feature = x_j.view(x_j.shape[0], -1, self.out_channels)  # [E, 1 + D, out]
+            features = 1 + edge_attr.shape[-1]
+            per_feature = x_j.view(x_j.shape[0], features, self.out_channels)  # [E, 1 + D, out]
             coefficients = torch.cat([edge_attr.new_ones(edge_attr.shape[0], 1), edge_attr], dim=-1)
             return torch.einsum("ek,eko->eo", coefficients, per_feature)
         gates = torch.relu(self.filter(edge_attr))

@@ -38,6 +38,11 @@ depth-first ``df`` or breadth-first ``bf`` allocation) over seeded 20-job sets o
 or Summit cluster and prints average NTAT, wait, turnaround and rewards (``--json``: one
 object).
 
+``sced2`` runs one of SCED2's baselines (002: SIF, DSIF, SAF, LRF, SPF, FIFO, all with
+packing) on its 15 x 8 cluster; ``contention`` one of the contention-aware paper's (000:
+LAS, SRTF, FIFO) on 4 x 8 GPUs with its model mixes. Both print their paper's metrics
+(``--json``: one object).
+
 Bad arguments print one line on stderr and exit with status 2.
 """
 
@@ -459,6 +464,58 @@ def command_cush(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_summary(summary: dict[str, Any], keys: tuple[str, ...], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(json_safe(summary)))
+        return
+    for key in keys:
+        value = summary.get(key)
+        shown = f"{value:.4g}" if isinstance(value, float) else str(value)
+        print(f"  {key:<26}{shown}")
+
+
+def command_sced2(args: argparse.Namespace) -> int:
+    """``sced2``: a SCED2 baseline (002) over seeded traces."""
+    from envs.sced2_baselines import run_sced2_baseline
+
+    jobs = json.loads(Path(args.jobs_file).read_text()) if args.jobs_file else None
+    summary = run_sced2_baseline(
+        args.policy,
+        seed=args.seed,
+        num_jobs=args.num_jobs,
+        num_traces=args.num_traces,
+        workload=args.workload,
+        interval_scale=args.interval_scale,
+        jobs=jobs,
+    )
+    if not args.json:
+        print(f"{args.policy}+packing on 15 x 8 GPUs, {args.num_traces} trace(s):")
+    keys = ("execution_effectiveness", "avg_jct", "p90_jct", "makespan", "fragmentation")
+    _print_summary(summary, tuple(key for key in keys if key in summary), args.json)
+    return 0
+
+
+def command_contention(args: argparse.Namespace) -> int:
+    """``contention``: a contention-aware baseline (000) over seeded job sets."""
+    from envs.contention_baselines import run_contention_baseline
+
+    jobs = json.loads(Path(args.jobs_file).read_text()) if args.jobs_file else None
+    summary = run_contention_baseline(
+        args.policy,
+        seed=args.seed,
+        mix=args.mix,
+        num_jobs=args.num_jobs,
+        num_sets=args.num_sets,
+        placement=args.placement,
+        jobs=jobs,
+    )
+    if not args.json:
+        print(f"{args.policy} on 4 x 8 GPUs, {args.mix} mix, {args.num_sets} set(s):")
+    keys = ("avg_jct", "p90_jct", "gpu_utilization", "avg_contention", "p90_contention")
+    _print_summary(summary, tuple(key for key in keys if key in summary), args.json)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of this program."""
     parser = _Parser(
@@ -544,6 +601,49 @@ def build_parser() -> argparse.ArgumentParser:
     cush.add_argument("--jobs-file", type=Path, help="one explicit job set (JSON) instead")
     cush.add_argument("--json", action="store_true", help="print one JSON object")
     cush.set_defaults(handler=command_cush)
+
+    sced2 = commands.add_parser("sced2", help="run a SCED2 baseline (002) with packing")
+    sced2.add_argument(
+        "--policy",
+        default="sif",
+        choices=("sif", "dsif", "saf", "lrf", "spf", "fifo"),
+        help="job selection (default sif)",
+    )
+    sced2.add_argument("--seed", type=int, default=0, help="seed of the first trace")
+    sced2.add_argument("--num-jobs", type=int, default=1000, help="jobs per trace (default 1000)")
+    sced2.add_argument("--num-traces", type=int, default=1, help="traces to average (default 1)")
+    sced2.add_argument(
+        "--workload",
+        default="sced2",
+        choices=("sced2", "sced2-60", "sced2-75"),
+        help="share of 1-GPU jobs: 68%% (default), 60%% or 75%%",
+    )
+    sced2.add_argument(
+        "--interval-scale", type=float, default=1.0, help="scale arrival gaps (0.4 = heavier load)"
+    )
+    sced2.add_argument("--jobs-file", type=Path, help="an explicit job list (JSON) instead")
+    sced2.add_argument("--json", action="store_true", help="print one JSON object")
+    sced2.set_defaults(handler=command_sced2)
+
+    contention = commands.add_parser("contention", help="run a contention-aware baseline (000)")
+    contention.add_argument(
+        "--policy", default="las", choices=("las", "srtf", "fifo"), help="baseline (default las)"
+    )
+    contention.add_argument("--seed", type=int, default=0, help="seed of the first job set")
+    contention.add_argument(
+        "--mix",
+        default="normal",
+        choices=("normal", "heavy", "medium", "low"),
+        help="communication intensity of the job set (000 footnote 4)",
+    )
+    contention.add_argument("--num-jobs", type=int, default=256, help="jobs per set (default 256)")
+    contention.add_argument("--num-sets", type=int, default=1, help="job sets to average")
+    contention.add_argument(
+        "--placement", default="spread", choices=("spread", "pack"), help="node placement"
+    )
+    contention.add_argument("--jobs-file", type=Path, help="an explicit job list (JSON) instead")
+    contention.add_argument("--json", action="store_true", help="print one JSON object")
+    contention.set_defaults(handler=command_contention)
     return parser
 
 

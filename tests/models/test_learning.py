@@ -85,9 +85,9 @@ def test_ppo_beats_random_within_a_few_iterations(ray_local) -> None:
     )
     algo = config.build_algo()
     try:
-        for _ in range(6):
+        for _ in range(8):
             algo.train()
-        held_out = range(100, 106)
+        held_out = range(100, 108)
         learned, random = mean_jct(algo.get_module("shared"), held_out), mean_jct(None, held_out)
     finally:
         algo.stop()

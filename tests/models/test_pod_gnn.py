@@ -134,3 +134,12 @@ def test_full_filter_equals_the_per_edge_matrix_construction() -> None:
     mean = mean / torch.bincount(edge_index[1], minlength=6).clamp(min=1).unsqueeze(-1)
     expected = torch.relu(layer.combine(torch.cat([x, mean + layer.bias], dim=-1)))
     assert torch.allclose(layer(x, edge_index, edge_attr), expected, atol=1e-5)
+
+
+def test_graphs_without_edges_still_convolve() -> None:
+    from models.layers import EdgeConditionedConv
+
+    for edge_network in ("full", "factorized"):
+        layer = EdgeConditionedConv(4, 6, edge_dim=3, edge_network=edge_network)
+        out = layer(torch.randn(3, 4), torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, 3))
+        assert out.shape == (3, 6) and torch.isfinite(out).all()

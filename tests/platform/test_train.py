@@ -8,6 +8,7 @@ stopped by their own process ids.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -233,10 +234,23 @@ def test_ray_job_submit_on_a_real_head(tmp_path: Path) -> None:
         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",  # the job's `python` is this venv's
         "RAY_AUTH_MODE": "disabled",  # loopback only; token auth would need a client token
     }
+    # Every port chosen free, so this head never collides with another Ray on the machine.
+    ports = {
+        option: str(free_port())
+        for option in (
+            "--port",
+            "--dashboard-agent-listen-port",
+            "--dashboard-agent-grpc-port",
+            "--runtime-env-agent-port",
+            "--metrics-export-port",
+            "--ray-client-server-port",
+        )
+    }
     start = subprocess.run(
         [
             str(BIN / "ray"),
-            *("start", "--head", "--port", str(free_port()), "--num-cpus", "2"),
+            *("start", "--head", "--num-cpus", "2", "--node-ip-address", "127.0.0.1"),
+            *(item for pair in ports.items() for item in pair),
             *("--include-dashboard", "true", "--dashboard-host", "127.0.0.1"),
             *("--dashboard-port", str(dashboard), "--temp-dir", str(session_dir)),
             "--disable-usage-stats",
@@ -249,26 +263,48 @@ def test_ray_job_submit_on_a_real_head(tmp_path: Path) -> None:
     try:
         assert start.returncode == 0, start.stderr[-3000:]
         uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-        submit = subprocess.run(
-            [
-                str(BIN / "ray"),
-                *("job", "submit", "--address", f"http://127.0.0.1:{dashboard}"),
-                *("--working-dir", str(ROOT), "--"),
-                *("python", "platform/train.py", "--config", "tests/data/configs/tiny.yaml"),
-                *("--stop-iters", "1", "--storage", str(tmp_path / "results"), "--json"),
-                *("--set", f"tracking.tracking_uri={uri}"),
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=900,
-        )
+        command = [
+            str(BIN / "ray"),
+            *("job", "submit", "--address", f"http://127.0.0.1:{dashboard}"),
+            *("--working-dir", str(ROOT), "--"),
+            *("python", "platform/train.py", "--config", "tests/data/configs/tiny.yaml"),
+            *("--stop-iters", "1", "--storage", str(tmp_path / "results"), "--json"),
+            *("--set", f"tracking.tracking_uri={uri}"),
+        ]
+        deadline = time.monotonic() + 120
+        while True:
+            submit = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+            # The head's job agent comes up a few seconds after `ray start` returns.
+            if (
+                "No available agent" not in submit.stdout + submit.stderr
+                or time.monotonic() > deadline
+            ):
+                break
+            time.sleep(3)
         assert submit.returncode == 0, (submit.stdout + submit.stderr)[-3000:]
-        assert "SUCCEEDED" in submit.stdout + submit.stderr
+        from ray.job_submission import JobStatus, JobSubmissionClient
+
+        jobs = JobSubmissionClient(f"http://127.0.0.1:{dashboard}").list_jobs()
+        assert [job.status for job in jobs] == [JobStatus.SUCCEEDED]
         runs = runs_of(uri, "tiny")
         assert {"learned", "fifo+packing"} <= {run.data.tags.get("policy") for run in runs}
     finally:
-        # Stop exactly this head: the processes started with our session folder.
-        for process in psutil.process_iter(["pid", "cmdline"]):
-            if str(session_dir) in " ".join(process.info["cmdline"] or []):
+        # Stop exactly this head: the processes started with our session folder, and
+        # their children (agents and workers, whose names do not show the folder).
+        ours = [
+            process
+            for process in psutil.process_iter(["pid", "cmdline"])
+            if str(session_dir) in " ".join(process.info["cmdline"] or [])
+        ]
+        for process in ours + [child for p in ours for child in _children(p)]:
+            with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
+
+
+def _children(process) -> list:
+    import psutil
+
+    try:
+        return process.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []

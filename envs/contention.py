@@ -1,0 +1,238 @@
+"""Contention-aware — ``podsched/Contention-v0``: RL-base and RL-Hybrid (Ryu & Eo, paper 000).
+
+Distributed training jobs with very different communication (000 Table I: GraphSage,
+MobileNetV3, DLRM, Transformer-XL, GPT-2 with FSDP, GPT-2 MoE) share the node ports of a
+4 x 8-GPU cluster; a job slows down when its traffic shares a port with another job's,
+by its contention sensitivity CS = ideal / contended throughput (000 eq. 1). The agent
+decides, round by round, which candidate job to start on which nodes -- or nothing -- and
+is rewarded for low contention and high utilization (000 eq. 2). Jobs run on podsched's
+simulator (:mod:`envs.sim`) with its bandwidth-sharing model; the dynamics live in
+:mod:`envs.contention_core`, the options in :mod:`envs.contention_placement`, the
+parameters in :class:`~envs.contention_config.ContentionConfig`, the job sets in
+:mod:`envs.contention_jobs`.
+
+=====================  ===================================================================
+Action space           ``Discrete(K x S + 1)``, 67 by default: action ``k x S + s`` starts
+                       candidate k on node subset s, its GPUs split evenly (d / |s| per
+                       node); the last action is "do nothing". The S node subsets are all
+                       subsets of 1, 2, 4, ... nodes, by size then lexicographically (4
+                       nodes: [0] [1] [2] [3] [0,1] [0,2] ... [2,3] [0,1,2,3], S = 11).
+                       ``env.unwrapped.core.options.subsets`` lists them.
+Observation            ``Dict``:
+``"state"``            ``Box(0, 1, (nodes, 2 x GPUs per node), float32)``: 000 Fig. 2.
+                       Left half: cell (n, g) holds the profile of the job on GPU g of node
+                       n (0 if free). Right half: cell (i, j - 1) holds the profile of the
+                       candidate that can run as j GPUs on each of 2^i nodes (one cell per
+                       shape; candidates have distinct demands, so cells never collide).
+                       A profile is the job's (model, demand) class ``1 .. 6 x D`` / (6 x
+                       D) (``profile="type"``, as 000's code numbers them) or its model's
+                       Table I bandwidth / the largest (``profile="bandwidth"``).
+``"action_mask"``      ``Box(0, 1, (K x S + 1,), int8)``: 1 where the candidate exists, its
+                       demand splits evenly into at most M GPUs per node of the subset,
+                       and every node there has them free; "do nothing" is always 1.
+=====================  ===================================================================
+
+**Candidates** (000 §IV). The K candidates are the first jobs from the head of the queue
+(arrival order; a preempted job keeps its place) with GPU demands not seen yet, in queue
+order; K defaults to the number of demand classes (``gpu_choices``: 1, 2, 4, 8, 16, 32).
+
+**Order of decisions.** Time is frozen while the agent starts jobs; "do nothing" runs the
+simulator to the next round (``round_s``, 300 s) at which jobs wait. RL-base
+(``mode="base"``) follows the policy. RL-Hybrid (``mode="hybrid"``) turns a "do nothing"
+into the greedy fallback while it can place something: the first candidate that the
+``fallback_placement`` rule (``spread``: 000's reference placement) fits is started and
+the agent is asked again (``info["fallback"]``); only when nothing fits does the round
+end. A masked action is taken as "do nothing" (``info["invalid_action"] = True``).
+Optional 000 §V-C preemption: jobs whose CS exceeds ``preempt_cs`` go back to the queue
+after every placement and at every round.
+
+**Reward** (000 eq. 2). On the step that ends a round: ``-W1 x CS + W2 x Util`` over the
+time just simulated -- CS the mean of the time-averaged CS of the jobs that ran (1 if
+none; or the mean throughput loss 1 - 1/CS with ``contention_term="degradation"``), Util
+the busy share of GPU time; ``W2 = 1 - W1``, ``w1`` 0.4 (branch B; ``BRANCHES`` A-E =
+0.3 .. 0.7). 0 on placing steps.
+
+**Info.** Every step: ``time`` (s), ``action_mask``, ``invalid_action``, ``waiting``,
+``running``, ``candidates`` (job ids), ``cs`` (current CS of every running job); on a
+placement ``placed`` (job, model, gpus, nodes, gpus_per_node, its CS now); on a fallback
+``fallback`` (same keys); on a round end ``round`` (contention, utilization, seconds,
+preempted); ``preempted`` (job ids) when ``preempt_cs`` preempts; on the last step
+``episode`` (:meth:`envs.contention_core.ContentionCore.summary`: avg / p90 JCT,
+utilization, the CS distribution, return, rounds, fallbacks, ...).
+
+**Episode end.** Terminated when every job has finished; truncated at ``horizon_s`` of
+simulated time (30 days) or after ``step_limit`` steps (100 per job).
+
+**Arguments.** ``ContentionEnv(config=None, *, jobs=None, render_mode=None, **params)``:
+``config`` is a :class:`~envs.contention_config.ContentionConfig` or a mapping of its
+fields; ``params`` override single fields (``gymnasium.make("podsched/Contention-v0",
+mix="heavy", mode="hybrid", w1=0.6)``). Defaults (000 §IV-§VI): 4 nodes x 8 GPUs on 40
+Gbps ports, 256-job sets of the normal mix, demands 1..32, one hour each alone, all
+submitted at once. Without ``jobs`` every reset draws a new set from the environment's
+generator; ``jobs`` (or ``reset(options={"jobs": ...})`` for one episode) replays a
+deepshare :class:`~envs.workload.Workload` or a list ``[{"arrival": 0, "model": "FSDP",
+"gpus": 8, "duration": 3600}, ...]`` (:mod:`envs.contention_jobs`). Bad configurations,
+job sets and actions raise ``ValueError`` saying what is wrong.
+
+**Baselines.** :func:`envs.contention_baselines.run_contention_baseline` runs LAS, SRTF
+or FIFO over job sets (avg and p90 JCT, utilization, CS distribution).
+
+**Version.** ``v0``: first release.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from envs.contention_config import BRANCHES, ContentionConfig, with_overrides
+from envs.contention_core import ContentionCore
+from envs.contention_jobs import generate_job_set, parse_jobs
+from envs.workload import Workload
+
+__all__ = ["BRANCHES", "ENV_ID", "ContentionConfig", "ContentionEnv"]
+
+ENV_ID = "podsched/Contention-v0"
+RESET_OPTIONS: tuple[str, ...] = ("jobs",)
+
+
+def _make_config(
+    config: ContentionConfig | Mapping[str, Any] | None, **params: Any
+) -> ContentionConfig:
+    if config is None:
+        config = ContentionConfig()
+    elif isinstance(config, Mapping):
+        config = ContentionConfig.from_dict(config)
+    elif not isinstance(config, ContentionConfig):
+        raise ValueError(
+            "config must be a ContentionConfig or a mapping of its fields, got "
+            f"{type(config).__name__}"
+        )
+    return with_overrides(config, **params) if params else config
+
+
+def _parse_action(action: object, num_actions: int) -> int:
+    """The action as an int in ``[0, num_actions)``; ValueError otherwise."""
+    try:
+        value = np.asarray(action)
+        if value.shape not in ((), (1,)):
+            raise TypeError
+        choice = operator.index(value.reshape(()).item())
+    except TypeError:
+        raise ValueError(
+            f"action must be one integer in [0, {num_actions - 1}], got {action!r}"
+        ) from None
+    if not 0 <= choice < num_actions:
+        raise ValueError(
+            f"action must be in [0, {num_actions - 1}] ({num_actions - 1} = do nothing), "
+            f"got {choice}"
+        )
+    return choice
+
+
+class ContentionEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
+    """000's environment; see the module docstring for spaces, reward and arguments."""
+
+    metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
+
+    def __init__(
+        self,
+        config: ContentionConfig | Mapping[str, Any] | None = None,
+        *,
+        jobs: object = None,
+        render_mode: str | None = None,
+        **params: Any,
+    ) -> None:
+        self.config = _make_config(config, **params)
+        if render_mode is not None:
+            raise ValueError(
+                f"ContentionEnv has no render modes; render_mode must be None, got {render_mode!r}"
+            )
+        self.render_mode = render_mode
+        self.core = ContentionCore(self.config)
+        self._jobs: Workload | None = (
+            None if jobs is None else parse_jobs(jobs, self.config, self.core.cluster)
+        )
+        self.action_space = spaces.Discrete(self.config.num_actions)
+        self.observation_space = spaces.Dict(
+            {
+                "state": spaces.Box(0.0, 1.0, shape=self.config.state_shape, dtype=np.float32),
+                "action_mask": spaces.Box(0, 1, shape=(self.config.num_actions,), dtype=np.int8),
+            }
+        )
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        return {"state": self.core.observe(), "action_mask": self.core.action_mask()}
+
+    def _info(self, observation: dict[str, np.ndarray]) -> dict[str, Any]:
+        sim = self.core.sim
+        running = sim.running_jobs()
+        return {
+            "time": float(sim.now),
+            "action_mask": observation["action_mask"].copy(),
+            "waiting": len(sim.waiting_jobs()),
+            "running": len(running),
+            "candidates": self.core.candidates().tolist() if not self.core.over else [],
+            "cs": dict(zip(running.tolist(), sim.contention[running].tolist(), strict=True)),
+        }
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Seed (if given), pick this episode's job set, run to its first round.
+        ``options={"jobs": ...}`` replays an explicit set for this episode only; else the
+        constructor's ``jobs``; else a fresh set from ``self.np_random``."""
+        super().reset(seed=seed)
+        options = options or {}
+        unknown = sorted(map(str, set(options) - set(RESET_OPTIONS)))
+        if unknown:
+            raise ValueError(
+                f"unknown reset option(s) {', '.join(unknown)}; known: {', '.join(RESET_OPTIONS)}"
+            )
+        cluster = self.core.cluster
+        if options.get("jobs") is not None:
+            workload = parse_jobs(options["jobs"], self.config, cluster)
+        elif self._jobs is not None:
+            workload = self._jobs
+        else:
+            workload = generate_job_set(self.config, cluster, self.np_random)
+        self.core.reset(workload)
+        observation = self._observe()
+        return observation, self._info(observation)
+
+    def step(
+        self, action: object
+    ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        """Start a candidate on a node subset, or do nothing; see the module docstring."""
+        choice = _parse_action(action, self.config.num_actions)
+        reward, terminated, truncated, details = self.core.step(choice)
+        observation = self._observe()
+        info = self._info(observation)
+        info.update(details)
+        if terminated or truncated:
+            info["episode"] = self.core.summary()
+        return observation, float(reward), terminated, truncated, info
+
+    def action_for(self, job: int, nodes: list[int] | tuple[int, ...]) -> int:
+        """The action that starts candidate ``job`` on ``nodes`` (ValueError if ``job`` is
+        not a candidate now or ``nodes`` is not an option)."""
+        candidates = self.core.candidates().tolist()
+        if job not in candidates:
+            raise ValueError(f"job {job} is not a candidate now; candidates: {candidates}")
+        subsets = self.core.options.subsets
+        key = tuple(sorted(int(n) for n in nodes))
+        if key not in subsets:
+            raise ValueError(
+                f"nodes {list(nodes)} are not a placement option: give 1, 2, 4, ... distinct "
+                f"node ids in [0, {self.config.nodes})"
+            )
+        return candidates.index(job) * len(subsets) + subsets.index(key)
+
+    def summary(self) -> dict[str, Any]:
+        """The episode so far (see :meth:`envs.contention_core.ContentionCore.summary`)."""
+        return self.core.summary()

@@ -1,0 +1,31 @@
+"""Shared fixtures of the SCED2 tests."""
+
+from __future__ import annotations
+
+import gymnasium
+import pytest
+
+from envs.sced2 import ENV_ID, Sced2Env
+
+
+@pytest.fixture
+def registered() -> str:
+    """``podsched/SCED2-v0`` registered (by ``envs.registration`` once it lists it, else
+    here with the entry point it will use); returns the id."""
+    import envs.registration
+
+    envs.registration.register_envs()
+    if ENV_ID not in gymnasium.registry:
+        gymnasium.register(id=ENV_ID, entry_point="envs.sced2:Sced2Env")
+    return ENV_ID
+
+
+@pytest.fixture
+def small_env() -> Sced2Env:
+    """3 servers x 8 GPUs, 40-job traces of 1..8-GPU jobs, busy enough to queue."""
+    return Sced2Env(
+        servers=3,
+        num_jobs=40,
+        interval_scale=0.2,
+        workload_options={"multi_gpu_sizes": (2, 4, 8), "multi_gpu_weights": (0.4, 0.4, 0.2)},
+    )

@@ -1,0 +1,145 @@
+"""002's baselines (SIF, DSIF, SAF, LRF, SPF, FIFO with packing) on explicit traces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs.sced2 import Sced2Env
+from envs.sced2_baselines import SCED2_BASELINES, run_sced2_baseline, simulate_baseline
+from envs.sced2_config import Sced2Config
+from envs.sced2_jobs import parse_jobs
+
+
+def job(arrival: float, model: str, gpus: int, duration: float) -> dict:
+    return {"arrival": arrival, "model": model, "gpus": gpus, "duration": duration}
+
+
+def replay(policy: str, jobs: list[dict], servers: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(first start, finish)`` per job of ``jobs`` run by baseline ``policy``, with the
+    servers used as a third array."""
+    config = Sced2Config(servers=servers)
+    sim, servers_used = simulate_baseline(config, parse_jobs(jobs, config), policy)
+    assert np.isfinite(sim.finish_time).all()
+    return sim.first_start, sim.finish_time, servers_used
+
+
+# One 8-GPU server: a blocker runs first; when it ends four jobs wait.
+QUEUE = [
+    job(0, "Transformer", 8, 1000),  # 0: the blocker
+    job(1, "DeepSpeech", 2, 4000),  # 1: ideal 4000 s, GPUs x ideal 8000
+    job(2, "DeepSpeech", 1, 3000),  # 2: ideal 3000 s, GPUs x ideal 3000
+    job(3, "VGG16", 8, 2000),  # 3: ideal 2000 s, GPUs x ideal 16000
+    job(4, "DeepSpeech", 4, 2500),  # 4: ideal 2500 s, GPUs x ideal 10000
+]
+
+
+@pytest.mark.parametrize(
+    ("policy", "started_with_the_free_server"),
+    [
+        ("fifo", [1, 2, 4]),  # arrival order; the 8-GPU job 3 does not fit, 4 backfills
+        ("sif", [3]),  # the shortest ideal time takes the whole server
+        ("dsif", [3]),  # ... and gets its best locality, so nothing is held
+        ("lrf", [1, 2, 4]),  # fewest GPUs first: 2 (1), 1 (2), 4 (4)
+        ("spf", [1, 2, 4]),  # smallest product: 2, 1, 4
+        ("saf", [3]),  # the 8-GPU VGG16 runs in one server: 2417 s, the shortest
+    ],
+)
+def test_who_starts_when_the_server_frees(
+    policy: str, started_with_the_free_server: list[int]
+) -> None:
+    start, _, _ = replay(policy, QUEUE, servers=1)
+    freed = start[1:].min()
+    assert np.flatnonzero(start == freed).tolist() == started_with_the_free_server
+
+
+# Two 8-GPU servers, 6 GPUs busy on each until 5000 s and 9000 s (packing puts the two
+# blockers on different servers). At 10 s a short-but-sensitive 4-GPU VGG16 (ideal 2000 s,
+# 6580 s spread over the two servers' 2 + 2 free GPUs) and a 1-GPU DeepSpeech (3000 s)
+# arrive.
+SPREAD = [
+    job(0, "Transformer", 6, 5000),
+    job(0, "Transformer", 6, 9000),
+    job(10, "VGG16", 4, 2000),  # 2
+    job(10, "DeepSpeech", 1, 3000),  # 3
+]
+
+
+@pytest.mark.parametrize(
+    ("policy", "first", "vgg_after", "vgg_servers"),
+    [
+        ("sif", 2, None, 2),  # shortest ideal: the VGG16 goes first, spread
+        ("fifo", 2, None, 2),
+        # The oracle sees 6580 s spread vs 3000 s; the VGG16 starts, spread, when the
+        # DeepSpeech ends.
+        ("saf", 3, 3, 2),
+        ("lrf", 3, 3, 2),
+        ("spf", 3, 3, 2),  # 3000 < 4 x 2000
+        # Held at 10 s and when the DeepSpeech ends, placed in one server when blocker 0
+        # ends (the third decision, within DSIF's 3 delays).
+        ("dsif", 3, 0, 1),
+    ],
+)
+def test_locality_shapes_the_choice(
+    policy: str, first: int, vgg_after: int | None, vgg_servers: int
+) -> None:
+    start, finish, servers_used = replay(policy, SPREAD, servers=2)
+    assert start[first] == pytest.approx(10)
+    assert servers_used[2] == vgg_servers
+    expected = 10 if vgg_after is None else finish[vgg_after]
+    assert start[2] == pytest.approx(expected)
+
+
+def test_run_sced2_baseline_summarizes_seeded_traces() -> None:
+    params = {
+        "servers": 3,
+        "num_jobs": 60,
+        "interval_scale": 0.2,
+        "workload_options": {"multi_gpu_sizes": (2, 4, 8), "multi_gpu_weights": (1, 1, 1)},
+    }
+    results = {
+        policy: run_sced2_baseline(policy, seed=3, num_traces=2, **params)
+        for policy in SCED2_BASELINES
+    }
+    for policy, result in results.items():
+        assert result["policy"] == policy and result["num_traces"] == 2
+        assert [trace["seed"] for trace in result["traces"]] == [3, 4]
+        assert all(trace["jobs_finished"] == 60 for trace in result["traces"])
+        assert 0 < result["execution_effectiveness"] <= 1
+        assert 0 <= result["fragmentation"] < 1 and 0 < result["gpu_utilization"] <= 1
+        mean = np.mean([trace["avg_jct"] for trace in result["traces"]])
+        assert result["avg_jct"] == pytest.approx(mean)
+    assert run_sced2_baseline("sif+packing", seed=3, num_traces=2, **params) == results["sif"]
+    # Trace i is what the environment draws on reset(seed = seed + i): an agent that
+    # behaves like FIFO and sees the whole queue gets FIFO's numbers.
+    env = Sced2Env(window=60, **params)
+    env.reset(seed=4)
+    done = False
+    while not done:
+        _, _, done, _, info = env.step(env.baseline_action("fifo"))
+    assert info["episode"]["avg_jct"] == pytest.approx(results["fifo"]["traces"][1]["avg_jct"])
+
+
+def test_window_baseline_equals_the_scheduler_when_the_queue_fits_the_window() -> None:
+    for policy in ("fifo", "sif", "lrf", "spf", "saf"):
+        env = Sced2Env(servers=2, jobs=SPREAD)
+        env.reset(seed=0)
+        done = False
+        while not done:
+            _, _, done, _, info = env.step(env.baseline_action(policy))
+        expected = run_sced2_baseline(policy, servers=2, jobs=SPREAD)
+        assert info["episode"]["avg_jct"] == pytest.approx(expected["avg_jct"])
+        assert info["episode"]["execution_effectiveness"] == pytest.approx(
+            expected["execution_effectiveness"]
+        )
+
+
+def test_bad_baseline_arguments_raise() -> None:
+    with pytest.raises(ValueError, match="unknown SCED2 baseline 'las'"):
+        run_sced2_baseline("las")
+    with pytest.raises(ValueError, match="num_traces must be an integer >= 1"):
+        run_sced2_baseline("sif", num_traces=0)
+    with pytest.raises(ValueError, match="seed must be an integer >= 0"):
+        run_sced2_baseline("sif", seed=-1)
+    with pytest.raises(ValueError, match="workload must be one of"):
+        run_sced2_baseline("sif", workload="deepshare")
