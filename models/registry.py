@@ -7,6 +7,8 @@ from typing import Any
 MODULES: dict[str, str] = {
     "pod_gnn": "models.rl_modules:PodGNNModule",
     "pod_mlp": "models.rl_modules:PodMLPModule",
+    "deeprm": "models.deeprm_module:DeepRMModule",
+    "cush": "models.cush_module:CuSHModule",
 }
 
 

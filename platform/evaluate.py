@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         experiment.evaluation.seeds,
         experiment.evaluation.baselines,
         modules,
+        greedy=experiment.evaluation.greedy,
     )
     metrics = {policy: entry["metrics"] for policy, entry in table.items()}
     if args.mlflow:

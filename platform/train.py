@@ -155,6 +155,7 @@ def evaluate_best(experiment: ExperimentConfig, checkpoint: str) -> dict[str, di
         experiment.evaluation.seeds,
         experiment.evaluation.baselines,
         module_paths(checkpoint, module_ids(experiment)),
+        greedy=experiment.evaluation.greedy,
     )
 
 

@@ -192,14 +192,16 @@ class CheckpointSection:
 
 @dataclass(frozen=True)
 class EvaluationSection:
-    """Held-out evaluation: seeds never used in training, heuristics to compare, and
-    environment overrides (e.g. another workload) for the evaluation episodes."""
+    """Held-out evaluation: seeds never used in training, heuristics to compare,
+    environment overrides (e.g. another workload) for the evaluation episodes, and whether
+    the learned policy acts greedily (argmax) instead of sampling its distribution."""
 
     seeds: list[int] = field(default_factory=lambda: [1000, 1001, 1002])
     baselines: list[str] = field(
         default_factory=lambda: ["fifo+packing", "fifo+tetris", "fifo+load-balancing", "fifo+lif"]
     )
     environment: dict[str, Any] = field(default_factory=dict)
+    greedy: bool = False
 
     def __post_init__(self) -> None:
         if not self.seeds or any(

@@ -4,8 +4,10 @@ Every policy plays the same episodes (one per evaluation seed: the environment d
 workload from the seed exactly as ``simulate.py run --seed`` does), and each episode's
 simulator yields the metrics of :class:`envs.sim.SimulationResult`; a policy's figure is
 the mean over seeds, so learned and heuristic policies are compared like for like. The
-learned policy acts greedily (argmax of the masked logits). Episodes run as Ray tasks when
-Ray is up, else in this process.
+learned policy samples its actions from its masked distribution, seeded per episode (a
+PPO policy is stochastic; its argmax can lock into sending the same job back to wait
+forever), or acts greedily with ``greedy=True``. Episodes run as Ray tasks when Ray is
+up, else in this process.
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ def module_paths(checkpoint: str | Path, module_ids: list[str]) -> dict[str, str
     return paths
 
 
-def _greedy_actions(
-    modules: dict[str, Any], mapping: dict[str, str], observations: dict
+def policy_actions(
+    modules: dict[str, Any],
+    mapping: dict[str, str],
+    observations: dict,
+    generator: Any = None,
 ) -> dict[str, int]:
+    """Each agent's action from its module: sampled with ``generator``, else argmax."""
     import torch
     from ray.rllib.core.columns import Columns
 
@@ -49,7 +55,12 @@ def _greedy_actions(
         }
         with torch.no_grad():
             out = modules[module_id].forward_inference({Columns.OBS: batch})
-        chosen = out[Columns.ACTION_DIST_INPUTS].argmax(-1).tolist()
+        logits = out[Columns.ACTION_DIST_INPUTS]
+        if generator is None:
+            chosen = logits.argmax(-1).tolist()
+        else:
+            probabilities = torch.softmax(logits, dim=-1)
+            chosen = torch.multinomial(probabilities, 1, generator=generator).squeeze(-1).tolist()
         actions.update(zip(agents, chosen, strict=True))
     return actions
 
@@ -60,6 +71,7 @@ def run_episode(
     seed: int,
     policy: str,
     modules: dict[str, str] | None = None,
+    greedy: bool = False,
 ) -> dict[str, Any]:
     """One episode of ``policy`` ("learned" with ``modules`` paths, or a heuristic name).
 
@@ -79,8 +91,12 @@ def run_episode(
             agent: "shared" if "shared" in loaded else agent for agent in env.possible_agents
         }
 
+        import torch
+
+        generator = None if greedy else torch.Generator().manual_seed(seed)
+
         def act(obs: dict) -> dict[str, int]:
-            return _greedy_actions(loaded, mapping, obs)
+            return policy_actions(loaded, mapping, obs, generator)
     else:
         driver = HeuristicPodPolicy(env, policy, seed=seed)
 
@@ -107,6 +123,7 @@ def evaluate(
     seeds: list[int],
     baselines: list[str],
     modules: dict[str, str] | None = None,
+    greedy: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """``{policy: {"metrics": mean metrics over seeds, "jct": all jobs' JCTs, ...}}``.
 
@@ -119,7 +136,10 @@ def evaluate(
     if ray.is_initialized():
         remote = ray.remote(num_cpus=1)(run_episode)
         episodes = ray.get(
-            [remote.remote(env_name, env_config, seed, policy, modules) for policy, seed in jobs]
+            [
+                remote.remote(env_name, env_config, seed, policy, modules, greedy)
+                for policy, seed in jobs
+            ]
         )
     else:
         episodes = [

@@ -7,7 +7,13 @@ sequences (and Random baselines draw from that episode's generator, as ``simulat
 does). Each episode yields its return and the environment's own summary
 (``env.unwrapped.summary()``: DeepRM's ``mean_slowdown``, ``max_slowdown``, ``dropped``,
 ...; CuSH's ``avg_ntat`` -- 004's headline metric --, ``avg_wait``, ``avg_tat``,
-``eq1_return``, ``avg_penalty``, ...). A policy's figure is the mean over seeds.
+``eq1_return``, ``avg_penalty``, ...). A policy's figure is the mean over seeds, with one
+exception: the environment's summary metrics are averaged over the episodes that ended
+(terminated) only. A truncated episode's summary covers only the jobs that got booked or
+finished -- a policy that never runs the hard jobs would look good on them -- so it counts
+in ``truncated`` (the fraction of episodes cut off by the step cap) and in
+``episode_return`` (its waiting penalties are real), and its summary stays in its
+per-episode record. A policy whose every episode was truncated has NaN summary metrics.
 
 How to use::
 
@@ -31,6 +37,8 @@ from typing import Any
 import numpy as np
 
 LEARNED = "learned"
+#: Metrics averaged over every episode; the others only over episodes that terminated.
+ALL_EPISODES: tuple[str, ...] = ("episode_return", "truncated")
 
 
 def baseline_names(env_name: str) -> tuple[str, ...]:
@@ -131,8 +139,10 @@ def evaluate_single_agent(
     ``modules_path``: the learned RLModule's checkpoint folder (an Algorithm checkpoint's
     ``learner_group/learner/rl_module/default_policy``); left out, only baselines play.
     ``baselines``: names the environment's ``baseline_action`` accepts; ``None`` means all
-    of :func:`baseline_names`. A metric that is None in some episodes (e.g. DeepRM's slowdown
-    when nothing was booked) is averaged over the others; NaN when None in all.
+    of :func:`baseline_names`. ``episode_return`` and ``truncated`` are means over all
+    episodes; the environment's summary metrics are means over the episodes that
+    terminated (see the module docstring), skipping None values (e.g. DeepRM's slowdown
+    when nothing was booked); NaN where nothing is left.
     """
     if not seeds:
         raise ValueError("seeds must name at least one evaluation episode")
@@ -154,11 +164,12 @@ def evaluate_single_agent(
         episodes = [
             run_episode(env_name, env_config, seed, policy, module)["metrics"] for seed in seeds
         ]
-        keys = list(episodes[0])
-        table[policy] = {
-            "metrics": {key: _mean([episode.get(key) for episode in episodes]) for key in keys},
-            "episodes": episodes,
-        }
+        complete = [episode for episode in episodes if not episode["truncated"]]
+        metrics = {key: _mean([episode[key] for episode in episodes]) for key in ALL_EPISODES}
+        for key in episodes[0]:
+            if key not in ALL_EPISODES:
+                metrics[key] = _mean([episode.get(key) for episode in complete])
+        table[policy] = {"metrics": metrics, "episodes": episodes}
     return table
 
 

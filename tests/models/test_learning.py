@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from ray.rllib.core.columns import Columns
 
 from envs.pod_env import PodSchedulingEnv
 
@@ -35,24 +34,28 @@ MODEL = {
 
 
 def mean_jct(module, seeds: range) -> float:
-    """Average JCT over episodes; ``module`` None plays uniformly random valid actions."""
+    """Average JCT over episodes (unfinished jobs count until the horizon); ``module`` None
+    plays uniformly random valid actions, else the module samples its own distribution."""
+    from tune.policy_evaluation import policy_actions
+
     results = []
     for seed in seeds:
         env = PodSchedulingEnv(**ENV)
         observations, _ = env.reset(seed=seed)
         rng = np.random.default_rng(seed)
+        generator = torch.Generator().manual_seed(seed)
         while env.agents:
-            actions = {}
-            for agent, obs in observations.items():
-                if module is None:
-                    actions[agent] = int(rng.choice(np.flatnonzero(obs["action_mask"])))
-                    continue
-                batch = {key: torch.as_tensor(value[None]) for key, value in obs.items()}
-                with torch.no_grad():
-                    out = module.forward_inference({Columns.OBS: batch})
-                actions[agent] = int(out[Columns.ACTION_DIST_INPUTS].argmax(-1))
+            if module is None:
+                actions = {
+                    agent: int(rng.choice(np.flatnonzero(obs["action_mask"])))
+                    for agent, obs in observations.items()
+                }
+            else:
+                mapping = dict.fromkeys(observations, "shared")
+                actions = policy_actions({"shared": module}, mapping, observations, generator)
             observations, *_ = env.step(actions)
-        results.append(np.mean(env.sim.finish_time - env.workload.arrival_time))
+        finish = np.where(np.isnan(env.sim.finish_time), env.sim.now, env.sim.finish_time)
+        results.append(np.mean(finish - env.workload.arrival_time))
     return float(np.mean(results))
 
 

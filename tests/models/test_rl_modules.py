@@ -60,5 +60,5 @@ def test_checkpoint_restores_identical_outputs(env_and_batch, tmp_path) -> None:
 def test_registry_names_the_modules() -> None:
     assert module_class("pod_gnn") is PodGNNModule
     assert module_class("pod_mlp") is PodMLPModule
-    with pytest.raises(ValueError, match="unknown model 'pod_cnn'; known: pod_gnn, pod_mlp"):
+    with pytest.raises(ValueError, match="unknown model 'pod_cnn'; known: cush, deeprm, pod_gnn"):
         module_class("pod_cnn")
