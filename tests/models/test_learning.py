@@ -1,10 +1,11 @@
-"""PPO with the GNN module learns a placement that beats random, on a tiny instance.
+"""PPO with the GNN module learns behaviour that beats random, on a tiny instance.
 
-One scheduler, four servers on one switch; every job has two workers of a
-communication-heavy AllReduce model (000's catalog), and the reward is minus the jobs in
-the system. Placing both workers on one server keeps their gradients on PCIe (128 Gbps)
-instead of the 10 Gbps network, and placing at once beats waiting or forwarding, so a
-learned policy should finish jobs sooner than a random valid one. Real Ray, real RLlib.
+One scheduler, four servers on one switch; every job is one worker of an AllReduce model,
+so it runs alone at its ideal speed wherever it goes (interference and communication
+off), and the reward is minus the jobs in the system. The one thing that matters is
+not to send a job back to wait a whole interval: a random valid policy does so once in
+nine decisions, a trained one should learn not to. Real Ray, real RLlib, and the
+evaluation samples the learned policy's own distribution (no argmax shortcut).
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ import pytest
 import torch
 
 from envs.pod_env import PodSchedulingEnv
+from envs.sim import SimulationResult
 
 ENV = {
     "topology": "flat",
     "topology_params": {"servers": 4},
     "num_jobs": 16,
     "reward": "jct",
-    "workload": "uniform",
-    "workload_params": {"catalog": "deepshare", "workers": [2, 2], "jobs_per_interval": 4},
+    "workload": "poisson",
+    "workload_params": {"catalog": "deepshare", "workers": [1, 1], "rate": 2.0},
     "interference": False,
+    "communication": False,
 }
 MODEL = {
     "hidden": 16,
@@ -33,12 +36,12 @@ MODEL = {
 }
 
 
-def mean_jct(module, seeds: range) -> float:
-    """Average JCT over episodes (unfinished jobs count until the horizon); ``module`` None
+def wait_rate(module, seeds: range) -> float:
+    """How often a job is sent back to wait although it could be placed; ``module`` None
     plays uniformly random valid actions, else the module samples its own distribution."""
     from tune.policy_evaluation import policy_actions
 
-    results = []
+    waits = choices = 0
     for seed in seeds:
         env = PodSchedulingEnv(**ENV)
         observations, _ = env.reset(seed=seed)
@@ -53,10 +56,13 @@ def mean_jct(module, seeds: range) -> float:
             else:
                 mapping = dict.fromkeys(observations, "shared")
                 actions = policy_actions({"shared": module}, mapping, observations, generator)
+            for agent, obs in observations.items():
+                if obs["action_mask"][:-1].any():  # it could place (or forward) its task
+                    choices += 1
+                    waits += actions[agent] == len(obs["action_mask"]) - 1
             observations, *_ = env.step(actions)
-        finish = np.where(np.isnan(env.sim.finish_time), env.sim.now, env.sim.finish_time)
-        results.append(np.mean(finish - env.workload.arrival_time))
-    return float(np.mean(results))
+        assert SimulationResult.from_simulator(env.sim, "episode").metrics()["jobs_finished"] == 16
+    return waits / choices
 
 
 @pytest.mark.integration
@@ -91,7 +97,7 @@ def test_ppo_beats_random_within_a_few_iterations(ray_local) -> None:
         for _ in range(8):
             algo.train()
         held_out = range(100, 108)
-        learned, random = mean_jct(algo.get_module("shared"), held_out), mean_jct(None, held_out)
+        learned, random = wait_rate(algo.get_module("shared"), held_out), wait_rate(None, held_out)
     finally:
         algo.stop()
-    assert learned < 0.9 * random, (learned, random)
+    assert learned < 0.5 * random, (learned, random)
