@@ -53,7 +53,7 @@ class GNNModelConfig:
     @classmethod
     def from_model_config(cls, model_config: dict[str, Any] | None) -> GNNModelConfig:
         """Build from an RLModule ``model_config`` (unknown keys are refused)."""
-        return _from_dict(cls, model_config)
+        return settings_from_dict(cls, model_config)
 
 
 @dataclass(frozen=True)
@@ -76,10 +76,11 @@ class MLPModelConfig:
         data = dict(model_config or {})
         if "hidden" in data:
             data["hidden"] = tuple(data["hidden"])
-        return _from_dict(cls, data)
+        return settings_from_dict(cls, data)
 
 
-def _from_dict(cls: type, data: dict[str, Any] | None) -> Any:
+def settings_from_dict(cls: type, data: dict[str, Any] | None) -> Any:
+    """``cls(**data)`` for a settings dataclass, refusing unknown keys by name."""
     data = dict(data or {})
     allowed = [field.name for field in dataclasses.fields(cls)]
     unknown = sorted(set(data) - set(allowed))

@@ -57,7 +57,6 @@ one in eval mode gives the same outputs as that row of a larger batch.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +71,7 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from torch import Tensor, nn
 from torch.distributions import Categorical
 
+from models.config import settings_from_dict
 from models.pod_gnn import MASKED_LOGIT
 from models.rl_modules import our_settings
 
@@ -114,14 +114,7 @@ class CuSHModelConfig:
     def from_model_config(cls, model_config: dict[str, Any] | None) -> CuSHModelConfig:
         """Build from an RLModule ``model_config`` (RLlib's own keys already removed);
         unknown keys are refused with the allowed ones listed."""
-        data = dict(model_config or {})
-        allowed = [field.name for field in dataclasses.fields(cls)]
-        unknown = sorted(set(data) - set(allowed))
-        if unknown:
-            raise ValueError(
-                f"unknown {cls.__name__} key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
-            )
-        return cls(**data)
+        return settings_from_dict(cls, model_config)
 
 
 def _categorical_kl(first: Categorical, second: Categorical) -> Tensor:

@@ -28,7 +28,6 @@ DeepRM's action space has no mask: booking an empty slot or a job that does not 
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +38,7 @@ from ray.rllib.core.rl_module.apis.value_function_api import ValueFunctionAPI
 from ray.rllib.core.rl_module.torch import TorchRLModule
 from torch import Tensor, nn
 
+from models.config import settings_from_dict
 from models.rl_modules import our_settings
 
 __all__ = ["DeepRMModelConfig", "DeepRMModule"]
@@ -76,14 +76,7 @@ class DeepRMModelConfig:
     def from_model_config(cls, model_config: dict[str, Any] | None) -> DeepRMModelConfig:
         """Build from an RLModule ``model_config`` (RLlib's own keys already removed);
         unknown keys are refused with the allowed ones listed."""
-        data = dict(model_config or {})
-        allowed = [field.name for field in dataclasses.fields(cls)]
-        unknown = sorted(set(data) - set(allowed))
-        if unknown:
-            raise ValueError(
-                f"unknown {cls.__name__} key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
-            )
-        return cls(**data)
+        return settings_from_dict(cls, model_config)
 
 
 def input_scale(space: Any) -> np.ndarray:
