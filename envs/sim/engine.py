@@ -110,7 +110,10 @@ class Simulator:
     ``finish_time[J]``, ``run_time[J]``, ``preemptions[J]``, ``ideal_duration[J]``,
     ``free_gpus[G]`` per GPU group, ``free_cores[C]`` per socket, ``gpu_job[U]`` (-1 free),
     ``link_jobs[L]``; per job demands ``worker_gpus``, ``worker_cpus``, ``ps_gpus``,
-    ``ps_cpus``, ``num_workers``, ``num_ps``.
+    ``ps_cpus``, ``num_workers``, ``num_ps``; per running job ``running_workers`` and
+    ``running_gpus``; the model profile per job: ``compute_time`` (s per mini-batch),
+    ``gradient_mb``, ``collective``, and the interference inputs ``cpu_use`` (cores)
+    and ``pcie_use`` (GB/s) of one worker.
     """
 
     def __init__(
