@@ -82,7 +82,6 @@ or FIFO over job sets (avg and p90 JCT, utilization, CS distribution).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -90,9 +89,10 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from envs.contention_config import BRANCHES, ContentionConfig, with_overrides
+from envs.contention_config import BRANCHES, ContentionConfig
 from envs.contention_core import ContentionCore
 from envs.contention_jobs import generate_job_set, parse_jobs
+from envs.env_config import parse_discrete_action, resolve_config
 from envs.workload import Workload
 
 __all__ = ["BRANCHES", "ENV_ID", "ContentionConfig", "ContentionEnv"]
@@ -101,38 +101,9 @@ ENV_ID = "podsched/Contention-v0"
 RESET_OPTIONS: tuple[str, ...] = ("jobs",)
 
 
-def _make_config(
-    config: ContentionConfig | Mapping[str, Any] | None, **params: Any
-) -> ContentionConfig:
-    if config is None:
-        config = ContentionConfig()
-    elif isinstance(config, Mapping):
-        config = ContentionConfig.from_dict(config)
-    elif not isinstance(config, ContentionConfig):
-        raise ValueError(
-            "config must be a ContentionConfig or a mapping of its fields, got "
-            f"{type(config).__name__}"
-        )
-    return with_overrides(config, **params) if params else config
-
-
 def _parse_action(action: object, num_actions: int) -> int:
     """The action as an int in ``[0, num_actions)``; ValueError otherwise."""
-    try:
-        value = np.asarray(action)
-        if value.shape not in ((), (1,)):
-            raise TypeError
-        choice = operator.index(value.reshape(()).item())
-    except TypeError:
-        raise ValueError(
-            f"action must be one integer in [0, {num_actions - 1}], got {action!r}"
-        ) from None
-    if not 0 <= choice < num_actions:
-        raise ValueError(
-            f"action must be in [0, {num_actions - 1}] ({num_actions - 1} = do nothing), "
-            f"got {choice}"
-        )
-    return choice
+    return parse_discrete_action(action, num_actions, f"{num_actions - 1} = do nothing")
 
 
 class ContentionEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
@@ -148,7 +119,7 @@ class ContentionEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
         render_mode: str | None = None,
         **params: Any,
     ) -> None:
-        self.config = _make_config(config, **params)
+        self.config = resolve_config(ContentionConfig, config, "contention", **params)
         if render_mode is not None:
             raise ValueError(
                 f"ContentionEnv has no render modes; render_mode must be None, got {render_mode!r}"

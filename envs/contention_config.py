@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from envs.env_config import override_fields
 from envs.sced2_config import int_at_least, positive_number
 from envs.workload import DEEPSHARE_MIXES
 
@@ -251,11 +252,4 @@ def _weights(values: object) -> tuple[float, ...]:
 
 def with_overrides(config: ContentionConfig, **params: Any) -> ContentionConfig:
     """``config`` with some fields replaced (ValueError on unknown names)."""
-    known = {f.name for f in fields(ContentionConfig)}
-    unknown = sorted(set(map(str, params)) - known)
-    if unknown:
-        raise ValueError(
-            f"unknown contention parameter(s) {', '.join(unknown)}; known: "
-            f"{', '.join(sorted(known))}"
-        )
-    return replace(config, **params)
+    return override_fields(config, "contention", **params)

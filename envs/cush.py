@@ -92,26 +92,15 @@ import numpy as np
 from gymnasium import spaces
 
 from envs.cush_baselines import baseline_action
-from envs.cush_config import ALLOCATION_POLICIES, JOB_TYPES, CuSHConfig, with_overrides
+from envs.cush_config import ALLOCATION_POLICIES, JOB_TYPES, CuSHConfig
 from envs.cush_core import CuSHCore
 from envs.cush_jobs import JobSet, generate_job_set, parse_jobs
+from envs.env_config import resolve_config
 
 __all__ = ["ENV_ID", "CuSHConfig", "CuSHEnv"]
 
 ENV_ID = "podsched/CuSH-v0"
 RESET_OPTIONS: tuple[str, ...] = ("jobs",)
-
-
-def _make_config(config: CuSHConfig | Mapping[str, Any] | None, **params: Any) -> CuSHConfig:
-    if config is None:
-        config = CuSHConfig()
-    elif isinstance(config, Mapping):
-        config = CuSHConfig.from_dict(config)
-    elif not isinstance(config, CuSHConfig):
-        raise ValueError(
-            f"config must be a CuSHConfig or a mapping of its fields, got {type(config).__name__}"
-        )
-    return with_overrides(config, **params) if params else config
 
 
 def _parse_action(action: object, queue_size: int) -> tuple[int, int]:
@@ -146,7 +135,7 @@ class CuSHEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
         render_mode: str | None = None,
         **params: Any,
     ) -> None:
-        self.config = _make_config(config, **params)
+        self.config = resolve_config(CuSHConfig, config, "CuSH", **params)
         if render_mode is not None:
             raise ValueError(
                 f"CuSHEnv has no render modes; render_mode must be None, got {render_mode!r}"

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from envs.env_config import override_fields
 
 #: 004 §4's two cluster configurations -> the podsched server preset of one node.
 #: Sierra: 2 CPUs + 4 GPUs per node (podsched's ``power8``: 2 sockets x 2 GPUs);
@@ -174,10 +176,4 @@ class CuSHConfig:
 
 def with_overrides(config: CuSHConfig, **params: Any) -> CuSHConfig:
     """``config`` with some fields replaced (ValueError on unknown names)."""
-    known = {f.name for f in fields(CuSHConfig)}
-    unknown = sorted(set(map(str, params)) - known)
-    if unknown:
-        raise ValueError(
-            f"unknown CuSH parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-        )
-    return replace(config, **params)
+    return override_fields(config, "CuSH", **params)

@@ -89,25 +89,13 @@ from envs.deeprm_core import (
     generate_sequence,
     get_policy,
     parse_jobs,
-    with_overrides,
 )
+from envs.env_config import resolve_config
 
 __all__ = ["ENV_ID", "DeepRMConfig", "DeepRMEnv"]
 
 ENV_ID = "podsched/DeepRM-v0"
 RESET_OPTIONS: tuple[str, ...] = ("jobs",)
-
-
-def _make_config(config: DeepRMConfig | Mapping[str, Any] | None, **params: Any) -> DeepRMConfig:
-    if config is None:
-        config = DeepRMConfig()
-    elif isinstance(config, Mapping):
-        config = DeepRMConfig.from_dict(config)
-    elif not isinstance(config, DeepRMConfig):
-        raise ValueError(
-            f"config must be a DeepRMConfig or a mapping of its fields, got {type(config).__name__}"
-        )
-    return with_overrides(config, **params) if params else config
 
 
 def compact_bounds(config: DeepRMConfig) -> np.ndarray:
@@ -138,7 +126,7 @@ class DeepRMEnv(gymnasium.Env[np.ndarray, np.int64]):
         render_mode: str | None = None,
         **params: Any,
     ) -> None:
-        self.config = _make_config(config, **params)
+        self.config = resolve_config(DeepRMConfig, config, "DeepRM", **params)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"render_mode must be None or one of {self.metadata['render_modes']}, "

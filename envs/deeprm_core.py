@@ -55,6 +55,8 @@ from typing import Any
 
 import numpy as np
 
+from envs.env_config import override_fields
+
 END_MODES: tuple[str, ...] = ("all_done", "no_new_job")
 OBSERVATIONS: tuple[str, ...] = ("image", "compact")
 JOB_KEYS: tuple[str, ...] = ("arrival_time", "len", "res")
@@ -782,10 +784,4 @@ def replay(
 
 def with_overrides(config: DeepRMConfig, **params: Any) -> DeepRMConfig:
     """``config`` with some fields replaced (ValueError on unknown names)."""
-    known = {f.name for f in fields(DeepRMConfig)}
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise ValueError(
-            f"unknown DeepRM parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-        )
-    return replace(config, **params)
+    return override_fields(config, "DeepRM", **params)

@@ -77,7 +77,6 @@ SIF, DSIF, SAF, LRF, SPF or FIFO with packing over whole traces (002 Fig. 7-9).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,8 +84,9 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from envs.env_config import parse_discrete_action, resolve_config
 from envs.sced2_baselines import window_choice
-from envs.sced2_config import Sced2Config, with_overrides
+from envs.sced2_config import Sced2Config
 from envs.sced2_core import Sced2Core
 from envs.sced2_jobs import generate_workload, parse_jobs
 from envs.workload import Workload
@@ -97,35 +97,11 @@ ENV_ID = "podsched/SCED2-v0"
 RESET_OPTIONS: tuple[str, ...] = ("jobs",)
 
 
-def _make_config(config: Sced2Config | Mapping[str, Any] | None, **params: Any) -> Sced2Config:
-    if config is None:
-        config = Sced2Config()
-    elif isinstance(config, Mapping):
-        config = Sced2Config.from_dict(config)
-    elif not isinstance(config, Sced2Config):
-        raise ValueError(
-            f"config must be a Sced2Config or a mapping of its fields, got {type(config).__name__}"
-        )
-    return with_overrides(config, **params) if params else config
-
-
 def _parse_action(action: object, num_actions: int) -> int:
     """The action as an int in ``[0, num_actions)``; ValueError otherwise."""
-    try:
-        value = np.asarray(action)
-        if value.shape not in ((), (1,)):
-            raise TypeError
-        choice = operator.index(value.reshape(()).item())
-    except TypeError:
-        raise ValueError(
-            f"action must be one integer in [0, {num_actions - 1}], got {action!r}"
-        ) from None
-    if not 0 <= choice < num_actions:
-        raise ValueError(
-            f"action must be in [0, {num_actions - 1}] (0..{num_actions - 2} = a visible job, "
-            f"{num_actions - 1} = hold), got {choice}"
-        )
-    return choice
+    return parse_discrete_action(
+        action, num_actions, f"0..{num_actions - 2} = a visible job, {num_actions - 1} = hold"
+    )
 
 
 class Sced2Env(gymnasium.Env[dict[str, np.ndarray], np.int64]):
@@ -141,7 +117,7 @@ class Sced2Env(gymnasium.Env[dict[str, np.ndarray], np.int64]):
         render_mode: str | None = None,
         **params: Any,
     ) -> None:
-        self.config = _make_config(config, **params)
+        self.config = resolve_config(Sced2Config, config, "SCED2", **params)
         if render_mode is not None:
             raise ValueError(
                 f"Sced2Env has no render modes; render_mode must be None, got {render_mode!r}"

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from envs.env_config import override_fields
 
 #: The workload kinds of :func:`envs.workload.make_workload` that draw 002's traces:
 #: 68% 1-GPU jobs (the realistic trace), and the 60% / 75% variants of 002 Fig. 7.
@@ -145,10 +147,4 @@ class Sced2Config:
 
 def with_overrides(config: Sced2Config, **params: Any) -> Sced2Config:
     """``config`` with some fields replaced (ValueError on unknown names)."""
-    known = {f.name for f in fields(Sced2Config)}
-    unknown = sorted(set(map(str, params)) - known)
-    if unknown:
-        raise ValueError(
-            f"unknown SCED2 parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
-        )
-    return replace(config, **params)
+    return override_fields(config, "SCED2", **params)

@@ -1,0 +1,61 @@
+"""What every single-agent environment does with its config and its discrete actions.
+
+Each environment has a frozen config dataclass with a ``from_dict`` constructor; these
+helpers turn "a config, a mapping of its fields, or nothing, plus keyword overrides"
+into one validated config, and check a scalar discrete action, with the same messages
+everywhere.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from dataclasses import fields, replace
+from typing import Any, TypeVar
+
+import numpy as np
+
+Config = TypeVar("Config")
+
+
+def override_fields(config: Config, label: str, **params: Any) -> Config:
+    """``config`` with some fields replaced (ValueError naming unknown ones)."""
+    known = {field.name for field in fields(config)}  # type: ignore[arg-type]
+    unknown = sorted(set(map(str, params)) - known)
+    if unknown:
+        raise ValueError(
+            f"unknown {label} parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+        )
+    return replace(config, **params)  # type: ignore[type-var]
+
+
+def resolve_config(
+    cls: type[Config], config: Config | Mapping[str, Any] | None, label: str, **params: Any
+) -> Config:
+    """A ``cls`` from a ``cls``, a mapping of its fields or None (defaults), then overrides."""
+    if config is None:
+        config = cls()
+    elif isinstance(config, Mapping):
+        config = cls.from_dict(config)  # type: ignore[attr-defined]
+    elif not isinstance(config, cls):
+        raise ValueError(
+            f"config must be a {cls.__name__} or a mapping of its fields, "
+            f"got {type(config).__name__}"
+        )
+    return override_fields(config, label, **params) if params else config
+
+
+def parse_discrete_action(action: object, num_actions: int, last_means: str) -> int:
+    """The action as an int in ``[0, num_actions)``; ValueError otherwise."""
+    try:
+        value = np.asarray(action)
+        if value.shape not in ((), (1,)):
+            raise TypeError
+        choice = operator.index(value.reshape(()).item())
+    except TypeError:
+        raise ValueError(
+            f"action must be one integer in [0, {num_actions - 1}], got {action!r}"
+        ) from None
+    if not 0 <= choice < num_actions:
+        raise ValueError(f"action must be in [0, {num_actions - 1}] ({last_means}), got {choice}")
+    return choice
