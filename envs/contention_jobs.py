@@ -19,18 +19,15 @@ profiles still feed the interference model when it is switched on).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import numpy as np
 
 from envs.contention_config import ContentionConfig
-from envs.sced2_jobs import gpu_only
+from envs.sced2_jobs import gpu_only, job_rows
 from envs.sced2_speed import alone_communication_s, shape_groups
 from envs.topology import Cluster
 from envs.workload import Workload, get_catalog, make_workload
 
 #: Keys of one explicit job.
-JOB_KEYS: tuple[str, ...] = ("arrival", "model", "gpus", "duration")
 
 
 def concentrated_step_s(cluster: Cluster, model: int, gpus: int) -> float:
@@ -99,47 +96,17 @@ def parse_jobs(jobs: object, config: ContentionConfig, cluster: Cluster) -> Work
     """An explicit job set: a deepshare :class:`Workload` or a list of job mappings."""
     if isinstance(jobs, Workload):
         return check_demands(gpu_only(jobs), config)
-    if isinstance(jobs, str | bytes) or not isinstance(jobs, Sequence) or not jobs:
-        raise ValueError(
-            "jobs must be a Workload or a non-empty list of mappings with the keys "
-            f"{', '.join(JOB_KEYS)}, got {type(jobs).__name__}"
-        )
     catalog = get_catalog("deepshare")
-    rows: list[tuple[float, int, int, float]] = []
-    for index, job in enumerate(jobs):
-        if not isinstance(job, Mapping) or set(job) != set(JOB_KEYS):
-            raise ValueError(
-                f"job {index} must be a mapping with exactly the keys {', '.join(JOB_KEYS)}, "
-                f"got {job!r}"
-            )
-        if job["model"] not in catalog.names:
-            raise ValueError(
-                f"job {index}: unknown model {job['model']!r}; known: {', '.join(catalog.names)}"
-            )
-        gpus = job["gpus"]
-        if isinstance(gpus, bool) or not isinstance(gpus, int | np.integer) or gpus < 1:
-            raise ValueError(f"job {index}: gpus must be an integer >= 1, got {gpus!r}")
-        arrival, duration = job["arrival"], job["duration"]
-        numbers = (arrival, duration)
-        if any(isinstance(v, bool) or not isinstance(v, int | float) for v in numbers) or not (
-            np.isfinite(numbers).all() and arrival >= 0 and duration > 0
-        ):
-            raise ValueError(
-                f"job {index}: arrival must be a number >= 0 and duration > 0 seconds, got "
-                f"{arrival!r} and {duration!r}"
-            )
-        rows.append((float(arrival), catalog.names.index(job["model"]), int(gpus), duration))
-    rows.sort(key=lambda row: row[0])  # stable: jobs arriving together keep list order
-    arrival, model, gpus, duration = (np.array(column) for column in zip(*rows, strict=True))
-    count = len(rows)
+    arrival, model, gpus, duration = job_rows(jobs, catalog.name)
+    count = len(model)
     workload = Workload(
-        arrival_time=arrival.astype(np.float64),
-        model=model.astype(np.int64),
-        num_workers=gpus.astype(np.int64),
+        arrival_time=arrival,
+        model=model,
+        num_workers=gpus,
         worker_demand=np.column_stack([np.ones(count), np.zeros(count)]),
         epochs=np.ones(count),
         iterations_per_epoch=catalog.column("iterations_per_epoch")[model].astype(np.int64),
         catalog_name=catalog.name,
     )
     workload = check_demands(workload, config)
-    return sized(workload, cluster, duration.astype(np.float64))
+    return sized(workload, cluster, duration)

@@ -64,16 +64,18 @@ def generate_workload(config: Sced2Config, rng: np.random.Generator) -> Workload
     return check_fits(gpu_only(workload), config.total_gpus)
 
 
-def parse_jobs(jobs: object, config: Sced2Config) -> Workload:
-    """An explicit trace: a :class:`Workload` or a list of job mappings (module docstring)."""
-    if isinstance(jobs, Workload):
-        return check_fits(gpu_only(jobs), config.total_gpus)
+def job_rows(
+    jobs: object, catalog_name: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(arrival, model index, gpus, duration)`` arrays of an explicit job list, sorted by
+    arrival (stably: jobs arriving together keep list order); ValueError naming the job
+    and field that is wrong."""
     if isinstance(jobs, str | bytes) or not isinstance(jobs, Sequence) or not jobs:
         raise ValueError(
             "jobs must be a Workload or a non-empty list of mappings with the keys "
             f"{', '.join(JOB_KEYS)}, got {type(jobs).__name__}"
         )
-    catalog = get_catalog("sced2")
+    catalog = get_catalog(catalog_name)
     rows: list[tuple[float, int, int, float]] = []
     for index, job in enumerate(jobs):
         if not isinstance(job, Mapping) or set(job) != set(JOB_KEYS):
@@ -95,16 +97,29 @@ def parse_jobs(jobs: object, config: Sced2Config) -> Workload:
                 f"{job['arrival']!r} and {duration!r}"
             )
         rows.append((arrival, catalog.names.index(job["model"]), int(gpus), float(duration)))
-    # A stable sort keeps the list order of jobs arriving together.
     rows.sort(key=lambda row: row[0])
     arrival, model, gpus, duration = (np.array(column) for column in zip(*rows, strict=True))
+    return (
+        arrival.astype(np.float64),
+        model.astype(np.int64),
+        gpus.astype(np.int64),
+        duration.astype(np.float64),
+    )
+
+
+def parse_jobs(jobs: object, config: Sced2Config) -> Workload:
+    """An explicit trace: a :class:`Workload` or a list of job mappings (module docstring)."""
+    if isinstance(jobs, Workload):
+        return check_fits(gpu_only(jobs), config.total_gpus)
+    catalog = get_catalog("sced2")
+    arrival, model, gpus, duration = job_rows(jobs, catalog.name)
     iterations = catalog.column("iterations_per_epoch")[model].astype(np.int64)
     epochs = duration * gpus / (iterations * catalog.column("compute_time_s")[model])
     workload = Workload(
-        arrival_time=arrival.astype(np.float64),
-        model=model.astype(np.int64),
-        num_workers=gpus.astype(np.int64),
-        worker_demand=np.column_stack([np.ones(len(rows)), np.zeros(len(rows))]),
+        arrival_time=arrival,
+        model=model,
+        num_workers=gpus,
+        worker_demand=np.column_stack([np.ones(len(model)), np.zeros(len(model))]),
         epochs=epochs,
         iterations_per_epoch=iterations,
         catalog_name=catalog.name,
