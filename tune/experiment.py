@@ -335,13 +335,13 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
     return config_from_dict(apply_overrides(data or {}, overrides or []))
 
 
-def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts -> dotted keys."""
+def flatten(data: dict[str, Any] | None, separator: str = ".", prefix: str = "") -> dict[str, Any]:
+    """Nested dicts -> keys joined by ``separator`` (an empty dict stays a value)."""
     flat: dict[str, Any] = {}
-    for key, value in data.items():
-        dotted = f"{prefix}{key}"
+    for key, value in (data or {}).items():
+        joined = f"{prefix}{key}"
         if isinstance(value, dict) and value:
-            flat.update(flatten(value, f"{dotted}."))
+            flat.update(flatten(value, separator, f"{joined}{separator}"))
         else:
-            flat[dotted] = value
+            flat[joined] = value
     return flat

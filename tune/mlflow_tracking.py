@@ -19,7 +19,7 @@ from typing import Any
 
 from ray import tune as ray_tune
 
-from tune.experiment import ExperimentConfig
+from tune.experiment import ExperimentConfig, flatten
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,19 +75,9 @@ def experiment_tags(experiment: ExperimentConfig) -> dict[str, str]:
     }
 
 
-def _flatten(result: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in result.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}/"))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def curated_metrics(result: dict[str, Any]) -> dict[str, float]:
     """The training metrics logged per iteration (finite numbers only)."""
-    flat = _flatten(result)
+    flat = flatten(result, separator="/")
     metrics = {name: flat.get(key) for key, name in TRAINING_METRICS.items()}
     learners = result.get("learners", {})
     for module, stats in learners.items():
@@ -189,7 +179,7 @@ class MLflowTrialCallback(ray_tune.Callback):
         self.run_ids[trial.trial_id] = run.info.run_id
         params = self.experiment.flat()
         params.update(
-            {f"trial.{key}": value for key, value in _flatten(trial.evaluated_params).items()}
+            {f"trial.{key}": value for key, value in flatten(trial.evaluated_params).items()}
         )
         params["trial.seed"] = seed
         client.log_batch(

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tune.experiment import ConfigError, ExperimentConfig, load_config
+from tune.experiment import ConfigError, ExperimentConfig, flatten, load_config
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 BEST_METRIC = "env_runners/episode_return_mean"
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     results = tuner.fit()
     rows = []
     for result in results:
-        params = {key: value for key, value in _flatten(result.config).items() if _swept(key)}
+        params = {key: value for key, value in flatten(result.config).items() if _swept(key)}
         rows.append(
             {
                 "trial": result.path.rsplit("/", 1)[-1] if result.path else "?",
@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     finished = [row for row in rows if row["episode_return_mean"] is not None]
     best = results.get_best_result(metric=BEST_METRIC, mode="max") if finished else None
     best_checkpoint = best.checkpoint.path if best and best.checkpoint else None
-    best_params = {k: v for k, v in _flatten(best.config).items() if _swept(k)} if best else {}
+    best_params = {k: v for k, v in flatten(best.config).items() if _swept(k)} if best else {}
     client = MlflowClient(tracking_uri=tracking_uri)
     if best is not None and best.metrics:
         client.log_metric(
@@ -196,16 +196,6 @@ SWEPT_SUFFIXES = ("lr", "entropy_coeff", "inner_layers", "hidden", "level", "con
 
 def _swept(key: str) -> bool:
     return key.rsplit(".", 1)[-1] in SWEPT_SUFFIXES
-
-
-def _flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in (data or {}).items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def format_summary(rows: list[dict[str, Any]]) -> str:
