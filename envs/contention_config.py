@@ -17,6 +17,7 @@ import numpy as np
 
 from envs.env_config import override_fields
 from envs.sced2_config import int_at_least, positive_number
+from envs.sim import LINK_SHARING
 from envs.workload import DEEPSHARE_MIXES
 
 #: 000 §VI: the five branches of RL-base and RL-Hybrid, by the weight W1 of the contention
@@ -57,7 +58,9 @@ class ContentionConfig:
     **Cluster.** ``nodes`` (4) of ``gpus_per_node`` (8) GPUs, a flat pool behind one
     switch with ``link_gbps`` (40, 000's InfiniBand; 10 = its Ethernet) per node port.
     ``interference``: add 001's CPU/PCIe interference to the speed model (default off:
-    000 is about network contention).
+    000 is about network contention). ``link_sharing``: ``traffic`` (default) splits a
+    port by the co-located jobs' duty cycles, so a busy partner (MoE) hurts more than a
+    light one (IMG), as in 000 Fig. 1; ``equal`` splits it by job count (003).
 
     **Traces** (000 §VI). ``mix``: the model mix of footnote 4 (``normal``, ``heavy``,
     ``medium``, ``low``) or six weights for GNN, IMG, DLRM, LM, FSDP, MoE; ``num_jobs``
@@ -87,6 +90,7 @@ class ContentionConfig:
     gpus_per_node: int = 8
     link_gbps: float = 40.0
     interference: bool = False
+    link_sharing: str = "traffic"
     mix: str | tuple[float, ...] = "normal"
     num_jobs: int = 256
     gpu_choices: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
@@ -110,6 +114,7 @@ class ContentionConfig:
         positive_number("link_gbps", self.link_gbps)
         if not isinstance(self.interference, bool):
             raise ValueError(f"interference must be true or false, got {self.interference!r}")
+        _choice("link_sharing", self.link_sharing, LINK_SHARING)
         if isinstance(self.mix, str):
             _choice("mix", self.mix, tuple(DEEPSHARE_MIXES))
         else:

@@ -64,6 +64,7 @@ def simulator_config(config: ContentionConfig) -> SimulatorConfig:
         horizon_s=config.horizon_s,
         interference=config.interference,
         communication=True,
+        link_sharing=config.link_sharing,
     )
 
 

@@ -76,7 +76,7 @@ def alone_communication_s(
         link_job=np.zeros(len(links), dtype=np.int64),
     )
     _, _, alone = communication_times(
-        pairs, cluster.link_gbps, np.zeros(cluster.num_links, dtype=np.int64)
+        pairs, cluster.link_gbps, np.zeros(cluster.num_links), np.zeros(1)
     )
     return float(alone[0])
 

@@ -59,7 +59,7 @@ from typing import Any
 import numpy as np
 
 from envs.schedulers import make_scheduler, scheduler_names
-from envs.sim import SimulationResult, Simulator, SimulatorConfig
+from envs.sim import LINK_SHARING, SimulationResult, Simulator, SimulatorConfig
 from envs.sim.report import format_comparison, json_safe
 from envs.sim.runner import drop_jobs_that_never_fit, simulate
 from envs.topology import TOPOLOGIES, build_cluster, describe_cluster, known_server_names
@@ -365,7 +365,7 @@ def command_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--interval must be > 0 seconds, got {args.interval}")
     cluster = cluster_from_args(args)
     workload, notes = workload_from_args(args, cluster)
-    config = SimulatorConfig(interval_s=args.interval)
+    config = SimulatorConfig(interval_s=args.interval, link_sharing=args.link_sharing)
     results: list[SimulationResult] = []
     for name in names:
         progress = Progress(name, len(workload))
@@ -508,12 +508,24 @@ def command_contention(args: argparse.Namespace) -> int:
         num_sets=args.num_sets,
         placement=args.placement,
         jobs=jobs,
+        link_sharing=args.link_sharing,
     )
     if not args.json:
         print(f"{args.policy} on 4 x 8 GPUs, {args.mix} mix, {args.num_sets} set(s):")
     keys = ("avg_jct", "p90_jct", "gpu_utilization", "avg_contention", "p90_contention")
     _print_summary(summary, tuple(key for key in keys if key in summary), args.json)
     return 0
+
+
+def add_link_sharing_argument(parser: argparse._ActionsContainer, default: str) -> None:
+    """``--link-sharing``: how jobs crossing one link split its bandwidth."""
+    parser.add_argument(
+        "--link-sharing",
+        default=default,
+        choices=LINK_SHARING,
+        help=f"split a link equally by job count (003) or by the jobs' traffic duty cycles "
+        f"(000 Fig. 1's partner effect); default {default}",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -554,6 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="decide only every this many seconds (001: 1800); default: at every arrival "
         "and completion",
     )
+    add_link_sharing_argument(policy, default="equal")
     output = run.add_argument_group("output")
     output.add_argument("--json", action="store_true", help="print one JSON object")
     output.add_argument("--plot", type=Path, metavar="FILE.png", help="JCT CDF and utilization")
@@ -642,6 +655,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--placement", default="spread", choices=("spread", "pack"), help="node placement"
     )
     contention.add_argument("--jobs-file", type=Path, help="an explicit job list (JSON) instead")
+    add_link_sharing_argument(contention, default="traffic")
     contention.add_argument("--json", action="store_true", help="print one JSON object")
     contention.set_defaults(handler=command_contention)
     return parser

@@ -1,6 +1,7 @@
 """The cluster simulator: event-driven engine, performance model, metrics."""
 
 from envs.sim.engine import (
+    LINK_SHARING,
     JobStatus,
     PlacementError,
     SimulationStalledError,
@@ -12,6 +13,7 @@ from envs.sim.metrics import SimulationResult
 from envs.sim.timeline import Timeline, server_fragmentation
 
 __all__ = [
+    "LINK_SHARING",
     "InterferenceCoefficients",
     "JobStatus",
     "PlacementError",

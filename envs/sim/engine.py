@@ -18,11 +18,16 @@ requested workers with no interference and no communication time (003's ideal ro
 **Speed.** One step takes ``(compute x (1 + S) + communication) x speed_factor`` seconds:
 S is the straggler's interference slowdown (:mod:`.interference`), communication the
 slowest exchanging pair's megabytes over its bottleneck bandwidth (:mod:`.communication`),
-where every link's bandwidth is shared equally by the jobs whose routes cross it (003:
-run-time BW = default BW / jobs on the link) and a pair on one GPU group talks at that
-group's PCIe bandwidth. ``speed_factor`` is a per-placement penalty a formulation may set
-(004's allocation-policy penalties, DeepRM's fixed lengths use 1). Contention sensitivity
-CS = step time alone on the same placement / step time now (000 eq. 1, as a ratio >= 1).
+where a link's bandwidth is shared by the jobs whose routes cross it and a pair on one
+GPU group talks at that group's PCIe bandwidth. Sharing is ``equal`` by default (003:
+run-time BW = default BW / jobs on the link) or ``traffic``-aware: a job then sees
+``BW / (1 + sum of the other jobs' duty cycles)``, a partner's duty cycle being the
+fraction of its ideal step it spends communicating -- the expected number of partners
+transferring while it does. A busy partner (MoE, FSDP) then costs more than a light one
+(IMG, GNN), 000 Fig. 1's partner effect; with every duty cycle at 1 both rules agree.
+``speed_factor`` is a per-placement penalty a formulation may set (004's allocation-policy
+penalties, DeepRM's fixed lengths use 1). Contention sensitivity CS = step time alone on
+the same placement / step time now (000 eq. 1, as a ratio >= 1).
 
 **State.** Free GPUs per GPU group, free cores per socket, the job on every GPU, jobs per
 link, and a table of the running tasks and communicating pairs; all numpy arrays updated
@@ -48,6 +53,8 @@ from envs.topology import Cluster
 from envs.workload import InfeasibleJobError, Workload
 
 _RELATIVE_TIME_TOLERANCE = 1e-9
+#: How a link's bandwidth is split among the jobs crossing it (see the module docstring).
+LINK_SHARING = ("equal", "traffic")
 
 
 class JobStatus(IntEnum):
@@ -83,6 +90,7 @@ class SimulatorConfig:
     to decide after every arrival or completion. ``restart_cost_s``: seconds a resumed or
     resized job makes no progress. ``horizon_s``: stop (truncate) at this time.
     ``interference`` / ``communication``: switch either part of the speed model off.
+    ``link_sharing``: ``equal`` (003) or ``traffic`` (duty-cycle weighted, 000 Fig. 1).
     """
 
     interval_s: float | None = None
@@ -91,8 +99,14 @@ class SimulatorConfig:
     coefficients: InterferenceCoefficients = field(default_factory=InterferenceCoefficients)
     interference: bool = True
     communication: bool = True
+    link_sharing: str = "equal"
 
     def __post_init__(self) -> None:
+        if self.link_sharing not in LINK_SHARING:
+            raise ValueError(
+                f"link_sharing must be one of {', '.join(LINK_SHARING)}, "
+                f"got {self.link_sharing!r}"
+            )
         if self.interval_s is not None and not self.interval_s > 0:
             raise ValueError(f"interval_s must be > 0 seconds or None, got {self.interval_s}")
         if not self.restart_cost_s >= 0:
@@ -109,8 +123,10 @@ class Simulator:
     ``contention[J]`` (CS of running jobs), ``attained_gpu_seconds[J]``, ``first_start[J]``,
     ``finish_time[J]``, ``run_time[J]``, ``preemptions[J]``, ``ideal_duration[J]``,
     ``free_gpus[G]`` per GPU group, ``free_cores[C]`` per socket, ``gpu_job[U]`` (-1 free),
-    ``link_jobs[L]``; per job demands ``worker_gpus``, ``worker_cpus``, ``ps_gpus``,
-    ``ps_cpus``, ``num_workers``, ``num_ps``; per running job ``running_workers`` and
+    ``link_jobs[L]``, ``link_load[L]`` (sum of the crossing jobs' sharing weights: their
+    duty cycles under ``traffic`` sharing, 1 each under ``equal``); per job demands
+    ``worker_gpus``, ``worker_cpus``, ``ps_gpus``, ``ps_cpus``, ``num_workers``,
+    ``num_ps``; per running job ``running_workers`` and
     ``running_gpus``; the model profile per job: ``compute_time`` (s per mini-batch),
     ``gradient_mb``, ``collective``, and the interference inputs ``cpu_use`` (cores)
     and ``pcie_use`` (GB/s) of one worker.
@@ -166,6 +182,9 @@ class Simulator:
         self.free_cores = cluster.socket_cores.astype(np.float64).copy()
         self.gpu_job = np.full(cluster.num_gpus, -1, dtype=np.int64)
         self.link_jobs = np.zeros(cluster.num_links, dtype=np.int64)
+        self.link_load = np.zeros(cluster.num_links)
+        # A job's weight on the links it crosses; stays 1 under equal sharing.
+        self._link_weight = np.ones(num_jobs)
         # Cores of a socket's sibling sockets: the load they absorb before spilling over.
         server_cores = np.add.reduceat(cluster.socket_cores, cluster.server_socket_offsets[:-1])
         self._socket_other_cores = (
@@ -487,7 +506,9 @@ class Simulator:
         record.pairs = self._pair_rows(job, record)
         record.links = np.unique(record.pairs.link)
         record.servers = np.unique(record.tasks.server)
-        self._apply_load(record, +1)
+        if self.config.link_sharing == "traffic":
+            self._link_weight[job] = self._duty_cycle(job, record.pairs)
+        self._apply_load(job, record, +1)
         for server in record.servers.tolist():
             self._server_members[server].add(job)
         for link in record.links.tolist():
@@ -511,7 +532,7 @@ class Simulator:
         np.add.at(self.free_gpus, record.task_group, record.task_gpus)
         np.add.at(self.free_cores, cluster.group_socket[record.task_group], record.task_cpus)
         self.gpu_job[record.gpus] = -1
-        self._apply_load(record, -1)
+        self._apply_load(job, record, -1)
         for server in record.servers.tolist():
             self._server_members[server].discard(job)
         for link in record.links.tolist():
@@ -524,13 +545,28 @@ class Simulator:
         self.running_workers[job] = 0
         self.running_gpus[job] = 0
 
-    def _apply_load(self, record: _JobPlacement, sign: int) -> None:
+    def _apply_load(self, job: int, record: _JobPlacement, sign: int) -> None:
         """Add (+1) or remove (-1) a job's tasks and traffic from the shared totals."""
         tasks = record.tasks
         np.add.at(self._socket_cpu, tasks.socket, sign * tasks.cpu)
         np.add.at(self._server_cpu, tasks.server, sign * tasks.cpu)
         np.add.at(self._group_pcie, tasks.group, sign * tasks.pcie)
         self.link_jobs[record.links] += sign
+        self.link_load[record.links] += sign * self._link_weight[job]
+        if sign < 0 and self.config.link_sharing == "traffic":
+            # Sums of fractions drift by rounding; a link nobody crosses carries nothing.
+            self.link_load[record.links[self.link_jobs[record.links] == 0]] = 0.0
+
+    def _duty_cycle(self, job: int, pairs: PairRows) -> float:
+        """Fraction of the job's ideal step (no interference, links to itself) spent
+        communicating: its weight on the links it shares under ``traffic`` sharing."""
+        if not len(pairs.job):
+            return 0.0
+        _, _, alone = communication_times(
+            pairs, self.cluster.link_gbps, self.link_load, self._link_weight
+        )
+        comm = float(alone[0])
+        return comm / (float(self.compute_time[job]) + comm)
 
     def _mark_neighbours(self, job: int, record: _JobPlacement) -> None:
         """The job and those sharing a server or link with it need their speed recomputed."""
@@ -598,7 +634,8 @@ class Simulator:
         ids, now, alone = communication_times(
             PairRows.concat([record.pairs for record in records]),
             self.cluster.link_gbps,
-            self.link_jobs,
+            self.link_load,
+            self._link_weight,
         )
         comm[ids], comm_alone[ids] = now, alone
         self._remaining_fresh = False

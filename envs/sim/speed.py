@@ -37,12 +37,15 @@ def interference_slowdowns(
 
 
 def communication_times(
-    pairs: PairRows, link_gbps: np.ndarray, link_jobs: np.ndarray
+    pairs: PairRows, link_gbps: np.ndarray, link_load: np.ndarray, job_weight: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(jobs, seconds now, seconds alone)`` of each communicating job's slowest pair.
 
-    A link's bandwidth is split equally among the jobs crossing it (003); "alone" uses the
-    full bandwidth (the ideal of 000's contention sensitivity).
+    ``link_load[l]`` sums the sharing weights of the jobs crossing link l, ``job_weight[j]``
+    is job j's own. A job sees ``capacity / (1 + the others' weights)`` of a link: with
+    weights of 1 that is 003's equal split by job count, with duty cycles the expected
+    number of partners transferring at once. "Alone" uses the full bandwidth (the ideal of
+    000's contention sensitivity).
     """
     starts = pairs.starts()
     if not len(starts):
@@ -55,7 +58,8 @@ def communication_times(
         link_starts = np.zeros(len(lengths), dtype=np.int64)
         np.cumsum(lengths[:-1], out=link_starts[1:])
         capacity = link_gbps[pairs.link]
-        shared = capacity / np.maximum(link_jobs[pairs.link], 1)
+        others = link_load[pairs.link] - job_weight[pairs.link_job]
+        shared = capacity / np.maximum(1.0 + others, 1.0)
         bottleneck[routed] = np.minimum.reduceat(shared, link_starts)
         bottleneck_alone[routed] = np.minimum.reduceat(capacity, link_starts)
     now = np.maximum.reduceat(pairs.gigabits / bottleneck, starts)

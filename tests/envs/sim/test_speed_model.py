@@ -47,6 +47,58 @@ def test_two_jobs_on_one_link_each_get_half(make_workload) -> None:
     assert sim.link_jobs[cluster.port_link[1]] == 1
 
 
+def test_traffic_sharing_weighs_each_partner_by_its_duty_cycle(make_workload) -> None:
+    cluster = build_cluster("flat", servers=3, gpus_per_server=4)
+    config = SimulatorConfig(interference=False, link_sharing="traffic")
+    # LM (ring of 2) on servers 0 and 1, GNN (ring of 2) on servers 0 and 2: they share
+    # server 0's 10 Gbps port; a third LM on servers 1 and 2 joins later.
+    workload = make_workload([0.0, 0.0, 0.0], [3, 0, 3], [2, 2, 2], catalog="deepshare")
+    sim = Simulator(cluster, workload, config)
+    start_all(sim, {0: [0, 2], 1: [1, 4]})
+    deepshare = get_catalog("deepshare")
+    lm, gnn = deepshare[3], deepshare[0]
+    lm_comm = lm.gradient_mb * 8 / 1000 / 10.0  # 2 x (1/2) x G over 10 Gbps, alone
+    gnn_comm = gnn.gradient_mb * 8 / 1000 / 10.0
+    lm_duty = lm_comm / (lm.compute_time_s + lm_comm)
+    gnn_duty = gnn_comm / (gnn.compute_time_s + gnn_comm)
+    # Each sees 10 / (1 + the other's duty cycle) Gbps on the shared port.
+    lm_step = lm.compute_time_s + lm_comm * (1 + gnn_duty)
+    gnn_step = gnn.compute_time_s + gnn_comm * (1 + lm_duty)
+    assert sim.rate[0] == pytest.approx(2 / lm_step)
+    assert sim.contention[0] == pytest.approx(lm_step / (lm.compute_time_s + lm_comm))
+    assert sim.contention[1] == pytest.approx(gnn_step / (gnn.compute_time_s + gnn_comm))
+    assert sim.link_load[cluster.port_link[0]] == pytest.approx(lm_duty + gnn_duty)
+    # The third job crosses servers 1's and 2's ports: LM 0 now has a partner on each of
+    # its ports and the busier port (server 1: another LM) is its bottleneck.
+    sim.place(2, [3, 5])
+    assert sim.contention[0] == pytest.approx(
+        (lm.compute_time_s + lm_comm * (1 + max(gnn_duty, lm_duty)))
+        / (lm.compute_time_s + lm_comm)
+    )
+    # Leaving returns the shared port to its remaining user: GNN alone on server 0's port.
+    sim.preempt(0)
+    assert sim.link_load[cluster.port_link[0]] == pytest.approx(gnn_duty)
+    assert sim.link_jobs[cluster.port_link[0]] == 1
+
+
+def test_traffic_sharing_with_every_duty_cycle_at_one_is_equal_sharing(make_workload) -> None:
+    # Jobs that always communicate (no compute) are 003's equal split by job count.
+    cluster = build_cluster("flat", servers=3, gpus_per_server=4)
+    workload = make_workload([0.0, 0.0], [3, 3], [2, 2], catalog="deepshare")
+    rates = {}
+    for sharing in ("equal", "traffic"):
+        sim = Simulator(cluster, workload, SimulatorConfig(link_sharing=sharing))
+        sim.compute_time[:] = 0.0
+        start_all(sim, {0: [0, 2], 1: [1, 4]})
+        rates[sharing] = sim.rate.copy()
+    np.testing.assert_allclose(rates["traffic"], rates["equal"])
+
+
+def test_unknown_link_sharing_is_refused() -> None:
+    with pytest.raises(ValueError, match="link_sharing must be one of equal, traffic"):
+        SimulatorConfig(link_sharing="fair")
+
+
 def test_colocation_on_one_socket_slows_per_the_model(make_workload) -> None:
     cluster = build_cluster("flat", servers=1, server="power8")  # groups 0, 1 on sockets 0, 1
     coefficients = InterferenceCoefficients()
