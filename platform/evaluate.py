@@ -10,10 +10,12 @@ How to run
 
 What you get
 ------------
-Every policy (the checkpoint's learned policy, acting greedily, and each heuristic) plays
-the same episodes -- one per seed, the workload drawn from the seed as ``simulate.py run``
-draws it -- in parallel over Ray. A table of the mean metrics per policy (the metric names
-of ``simulate.py run --json``), or with ``--json`` one object ``{"policies": {name:
+Every policy (the checkpoint's learned policy and each heuristic) plays the same episodes
+-- one per seed, the workload drawn from the seed as ``simulate.py`` draws it -- in
+parallel over Ray for ``pod_scheduling_v0``; a single-agent formulation (DeepRM, CuSH,
+SCED2, contention-aware, RL-TAPS) is compared with its paper's baselines instead. A table
+of the mean metrics per policy (the metric names of ``simulate.py run --json``, or the
+formulation's own), or with ``--json`` one object ``{"policies": {name:
 {metric: value}}}``; with ``--mlflow`` each policy is also logged as a run of the config's
 MLflow experiment. Without ``--checkpoint`` only heuristics are evaluated. Bad arguments
 print one line on stderr and exit with status 2.
@@ -75,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ValueError, FileNotFoundError) as error:
         print(f"evaluate.py: error: {error}", file=sys.stderr)
         return 2
+    from tune.evaluation import evaluate_experiment
     from tune.mlflow_tracking import experiment_tags, log_run, resolve_tracking_uri
-    from tune.policy_evaluation import evaluate
 
     if not args.no_ray:
         import ray
@@ -84,15 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         ray.init(
             address=os.environ.get("RAY_ADDRESS"), include_dashboard=False, log_to_driver=False
         )
-    env_config = {**experiment.environment.config, **experiment.evaluation.environment}
-    table = evaluate(
-        experiment.environment.name,
-        env_config,
-        experiment.evaluation.seeds,
-        experiment.evaluation.baselines,
-        modules,
-        greedy=experiment.evaluation.greedy,
-    )
+    table = evaluate_experiment(experiment, modules)
     metrics = {policy: entry["metrics"] for policy, entry in table.items()}
     if args.mlflow:
         tracking_uri = resolve_tracking_uri(experiment)

@@ -144,19 +144,12 @@ def run_tune(
 
 
 def evaluate_best(experiment: ExperimentConfig, checkpoint: str) -> dict[str, dict[str, Any]]:
-    """Learned policy and heuristics on the held-out seeds."""
-    from tune.policy_evaluation import evaluate, module_paths
+    """Learned policy and baselines on the held-out seeds (:mod:`tune.evaluation`)."""
+    from tune.evaluation import evaluate_experiment
+    from tune.policy_evaluation import module_paths
     from tune.rllib_config import module_ids
 
-    env_config = {**experiment.environment.config, **experiment.evaluation.environment}
-    return evaluate(
-        experiment.environment.name,
-        env_config,
-        experiment.evaluation.seeds,
-        experiment.evaluation.baselines,
-        module_paths(checkpoint, module_ids(experiment)),
-        greedy=experiment.evaluation.greedy,
-    )
+    return evaluate_experiment(experiment, module_paths(checkpoint, module_ids(experiment)))
 
 
 def log_evaluation(
@@ -179,15 +172,16 @@ def log_evaluation(
             plot_learning_curve(
                 frame["training_iteration"], frame[BEST_METRIC], out / "learning_curve.png"
             )
-        plot_jct_cdfs(
-            {policy: entry["jct"] for policy, entry in table.items()}, out / "jct_cdf.png"
-        )
+        if all("jct" in entry for entry in table.values()):
+            plot_jct_cdfs(
+                {policy: entry["jct"] for policy, entry in table.items()}, out / "jct_cdf.png"
+            )
         with (out / "evaluation.csv").open("w", newline="") as handle:
             writer = csv.writer(handle)
-            keys = list(next(iter(table.values()))["metrics"])
+            keys = list(dict.fromkeys(key for entry in table.values() for key in entry["metrics"]))
             writer.writerow(["policy", *keys])
             for policy, entry in table.items():
-                writer.writerow([policy, *(entry["metrics"][key] for key in keys)])
+                writer.writerow([policy, *(entry["metrics"].get(key) for key in keys)])
         (out / "checkpoint.txt").write_text(checkpoint + "\n")
         artifacts = sorted(out.iterdir())
         tags = experiment_tags(experiment)

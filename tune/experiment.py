@@ -30,7 +30,12 @@ from typing import Any
 import yaml
 
 ALGORITHMS = ("PPO", "APPO", "DQN")
+#: The algorithms that read minibatch_size, num_epochs, entropy_coeff, clip_param, lambda_
+#: (DQN learns from its replay buffer, one train_batch_size sample per update).
+POLICY_GRADIENT = ("PPO", "APPO")
 SHARING = ("shared", "per-agent")
+#: The schedulers a multi-agent evaluation compares with when the config names none.
+DEFAULT_SCHEDULERS = ("fifo+packing", "fifo+tetris", "fifo+load-balancing", "fifo+lif")
 
 
 class ConfigError(ValueError):
@@ -99,7 +104,12 @@ class ModelSection:
 
 @dataclass(frozen=True)
 class AlgorithmSection:
-    """The RLlib algorithm and its main hyperparameters; ``extra`` goes to ``.training()``."""
+    """The RLlib algorithm and its main hyperparameters; ``extra`` goes to ``.training()``.
+
+    ``minibatch_size``, ``num_epochs``, ``entropy_coeff``, ``clip_param`` and ``lambda_``
+    apply to PPO and APPO only; DQN's own settings (``replay_buffer_config``, ``epsilon``,
+    ``target_network_update_freq``, ...) go in ``extra``.
+    """
 
     name: str = "PPO"
     lr: float = 3.0e-4
@@ -121,7 +131,7 @@ class AlgorithmSection:
             raise ConfigError(f"algorithm.gamma must be in (0, 1], got {self.gamma!r}")
         for key in ("train_batch_size", "minibatch_size", "num_epochs"):
             _positive_int(f"algorithm.{key}", getattr(self, key))
-        if self.minibatch_size > self.train_batch_size:
+        if self.name in POLICY_GRADIENT and self.minibatch_size > self.train_batch_size:
             raise ConfigError(
                 f"algorithm.minibatch_size ({self.minibatch_size}) must not exceed "
                 f"algorithm.train_batch_size ({self.train_batch_size})"
@@ -194,12 +204,16 @@ class CheckpointSection:
 class EvaluationSection:
     """Held-out evaluation: seeds never used in training, heuristics to compare,
     environment overrides (e.g. another workload) for the evaluation episodes, and whether
-    the learned policy acts greedily (argmax) instead of sampling its distribution."""
+    the learned policy acts greedily (argmax) instead of sampling its distribution.
+
+    ``baselines``: for the multi-agent environment, simulator schedulers
+    (``ordering+placement``); for a single-agent formulation, the names of its own
+    baselines (:func:`tune.single_agent_evaluation.baseline_names`). Left out: the default
+    four schedulers, or every baseline of the formulation.
+    """
 
     seeds: list[int] = field(default_factory=lambda: [1000, 1001, 1002])
-    baselines: list[str] = field(
-        default_factory=lambda: ["fifo+packing", "fifo+tetris", "fifo+load-balancing", "fifo+lif"]
-    )
+    baselines: list[str] | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     greedy: bool = False
 
@@ -208,13 +222,39 @@ class EvaluationSection:
             isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 for seed in self.seeds
         ):
             raise ConfigError(f"evaluation.seeds must be non-negative integers, got {self.seeds!r}")
-        from envs.schedulers import make_scheduler
 
-        for name in self.baselines:
-            try:
-                make_scheduler(name)
-            except ValueError as error:
-                raise ConfigError(f"evaluation.baselines: {error}") from None
+    def baselines_for(self, env_name: str) -> list[str]:
+        """The baselines to compare on ``env_name``: the configured ones, else its defaults;
+        a name the environment does not know raises :class:`ConfigError`."""
+        from envs.registry import MULTI_AGENT_ENVIRONMENTS
+
+        if self.baselines is not None and not self.baselines:
+            return []
+
+        if env_name in MULTI_AGENT_ENVIRONMENTS:
+            from envs.schedulers import make_scheduler
+
+            names = list(DEFAULT_SCHEDULERS if self.baselines is None else self.baselines)
+            for name in names:
+                try:
+                    make_scheduler(name)
+                except ValueError as error:
+                    raise ConfigError(f"evaluation.baselines: {error}") from None
+            return names
+        from tune.single_agent_evaluation import baseline_names
+
+        try:
+            known = baseline_names(env_name)
+        except ValueError as error:
+            raise ConfigError(f"evaluation: {error}") from None
+        names = list(known if self.baselines is None else self.baselines)
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise ConfigError(
+                f"evaluation.baselines: {', '.join(unknown)} not baselines of {env_name}; "
+                f"known: {', '.join(known)}"
+            )
+        return names
 
 
 @dataclass(frozen=True)
@@ -253,6 +293,7 @@ class ExperimentConfig:
                 f"evaluation.seeds {overlap} are also training seeds; evaluation must use "
                 "held-out seeds"
             )
+        self.evaluation.baselines_for(self.environment.name)  # a bad name fails before Ray
 
     @property
     def experiment_name(self) -> str:

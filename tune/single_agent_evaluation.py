@@ -1,10 +1,14 @@
 """Evaluate a learned single-agent policy and its environment's baselines, like for like.
 
-For the Gymnasium formulations (``podsched/DeepRM-v0``, ``podsched/CuSH-v0``) every policy
-plays the same episodes: one per evaluation seed, the workload drawn by
-``env.reset(seed=seed)``, so the learned policy and each baseline face identical job
-sequences (and Random baselines draw from that episode's generator, as ``simulate.py``
-does). Each episode yields its return and the environment's own summary
+For the Gymnasium formulations (``podsched/DeepRM-v0``, ``podsched/CuSH-v0``,
+``podsched/SCED2-v0``, ``podsched/Contention-v0``) every policy plays the same episodes: one
+per evaluation seed, the workload drawn by ``env.reset(seed=seed)``, so the learned policy
+and each baseline face identical job sequences (and Random baselines draw from that
+episode's generator, as ``simulate.py`` does). Most baselines play the environment step by
+step through its ``baseline_action``; the contention-aware baselines (LAS, SRTF, FIFO)
+preempt and decide outside the agent's action space, so they run as whole simulations of
+the same job set (``run_contention_baseline``), with no RL return (NaN). Each episode
+yields its return and the environment's own summary
 (``env.unwrapped.summary()``: DeepRM's ``mean_slowdown``, ``max_slowdown``, ``dropped``,
 ...; CuSH's ``avg_ntat`` -- 004's headline metric --, ``avg_wait``, ``avg_tat``,
 ``eq1_return``, ``avg_penalty``, ...). A policy's figure is the mean over seeds, with one
@@ -24,9 +28,11 @@ How to use::
     table = evaluate_single_agent("podsched/DeepRM-v0", {}, [1000, 1001, 1002], path)
     table["learned"]["metrics"]["mean_slowdown"], table["sjf"]["metrics"]["mean_slowdown"]
 
-The learned policy acts greedily: the argmax of its masked logits (for CuSH the most
-likely job, then the most likely allocation policy for it). Episodes run in this process,
-one after the other (a few hundred steps each).
+The learned policy acts greedily -- the argmax of its masked logits (for CuSH the most
+likely job, then the most likely allocation policy for it) -- or, with ``greedy=False``,
+samples its distribution from a torch generator seeded by the episode's seed, so an
+evaluation is reproducible. Episodes run in this process, one after the other (a few
+hundred steps each).
 """
 
 from __future__ import annotations
@@ -41,8 +47,12 @@ LEARNED = "learned"
 ALL_EPISODES: tuple[str, ...] = ("episode_return", "truncated")
 
 
+#: Environments whose baselines run as whole simulations, not through env actions.
+SIMULATED_BASELINES = ("podsched/Contention-v0",)
+
+
 def baseline_names(env_name: str) -> tuple[str, ...]:
-    """The heuristics the environment ``env_name`` ships (its ``baseline_action`` names)."""
+    """The heuristics the environment ``env_name`` ships for comparison."""
     if env_name == "podsched/DeepRM-v0":
         from envs.deeprm_core import POLICIES
 
@@ -51,9 +61,18 @@ def baseline_names(env_name: str) -> tuple[str, ...]:
         from envs.cush_baselines import CUSH_BASELINES
 
         return CUSH_BASELINES  # 004 Table 1's eight rows
+    if env_name == "podsched/SCED2-v0":
+        from envs.sced2_baselines import SCED2_BASELINES
+
+        # DSIF delays jobs across decisions, which a per-step action cannot express.
+        return tuple(name for name in SCED2_BASELINES if name != "dsif")
+    if env_name == "podsched/Contention-v0":
+        from envs.contention_baselines import CONTENTION_BASELINES
+
+        return CONTENTION_BASELINES
     raise ValueError(
         f"no single-agent baselines for environment {env_name!r}; known: "
-        "podsched/DeepRM-v0, podsched/CuSH-v0"
+        "podsched/DeepRM-v0, podsched/CuSH-v0, podsched/SCED2-v0, podsched/Contention-v0"
     )
 
 
@@ -68,6 +87,12 @@ def _batch_of_one(observation: Any) -> Any:
 
 def greedy_action(module: Any, observation: Any) -> Any:
     """The module's deterministic action for one observation (an int or an int array)."""
+    return learned_action(module, observation, greedy=True)
+
+
+def learned_action(module: Any, observation: Any, greedy: bool = True) -> Any:
+    """The module's action for one observation: its mode, or a sample of its distribution
+    (drawn from torch's global generator, which the caller seeds)."""
     import torch
     from ray.rllib.core.columns import Columns
 
@@ -76,7 +101,9 @@ def greedy_action(module: Any, observation: Any) -> Any:
         distribution = module.get_inference_action_dist_cls().from_logits(
             out[Columns.ACTION_DIST_INPUTS]
         )
-        action = distribution.to_deterministic().sample()[0].cpu().numpy()
+        if greedy:
+            distribution = distribution.to_deterministic()
+        action = distribution.sample()[0].cpu().numpy()
     return int(action) if action.ndim == 0 else action.astype(np.int64)
 
 
@@ -86,12 +113,19 @@ def run_episode(
     seed: int,
     policy: str,
     module: Any = None,
+    greedy: bool = True,
 ) -> dict[str, Any]:
     """One episode of ``policy`` (:data:`LEARNED` with ``module``, else a baseline name).
 
     Returns ``{"policy", "seed", "metrics"}``: ``episode_return``, ``truncated`` (1.0 when
     the step cap ended it) and every number of the environment's summary.
     """
+    if policy != LEARNED and env_name in SIMULATED_BASELINES:
+        return {
+            "policy": policy,
+            "seed": seed,
+            "metrics": _simulated_episode(env_config, seed, policy),
+        }
     from envs import make_env
 
     env = make_env(env_name, **env_config)
@@ -100,9 +134,12 @@ def run_episode(
         if policy == LEARNED:
             if module is None:
                 raise ValueError("the learned policy needs a module")
+            import torch
+
+            torch.manual_seed(seed)
 
             def act(obs: Any) -> Any:
-                return greedy_action(module, obs)
+                return learned_action(module, obs, greedy)
         else:
             unwrapped = env.unwrapped
 
@@ -118,13 +155,31 @@ def run_episode(
     finally:
         env.close()
     metrics: dict[str, Any] = {"episode_return": episode_return, "truncated": float(truncated)}
-    # Per-job records stay out: the table compares scalars.
-    metrics.update(
-        (key, value)
-        for key, value in summary.items()
-        if value is None or (isinstance(value, int | float) and not isinstance(value, bool))
-    )
+    metrics.update(_scalars(summary))
     return {"policy": policy, "seed": seed, "metrics": metrics}
+
+
+def _simulated_episode(env_config: dict[str, Any], seed: int, policy: str) -> dict[str, Any]:
+    """A contention-aware baseline over the job set ``reset(seed=seed)`` draws."""
+    from envs.contention_baselines import run_contention_baseline
+
+    (played,) = run_contention_baseline(policy, seed=seed, num_sets=1, **env_config)["sets"]
+    metrics: dict[str, Any] = {
+        "episode_return": float("nan"),
+        "truncated": float(bool(played["truncated"])),
+    }
+    metrics.update(_scalars(played))
+    return metrics
+
+
+def _scalars(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The numbers of a summary (per-job records stay out: the table compares scalars)."""
+    return {
+        key: value
+        for key, value in summary.items()
+        if key != "seed"
+        and (value is None or (isinstance(value, int | float) and not isinstance(value, bool)))
+    }
 
 
 def evaluate_single_agent(
@@ -133,13 +188,15 @@ def evaluate_single_agent(
     seeds: list[int],
     modules_path: str | None = None,
     baselines: list[str] | None = None,
+    greedy: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """``{policy: {"metrics": mean over seeds, "episodes": per-seed metrics}}``.
 
     ``modules_path``: the learned RLModule's checkpoint folder (an Algorithm checkpoint's
     ``learner_group/learner/rl_module/default_policy``); left out, only baselines play.
     ``baselines``: names the environment's ``baseline_action`` accepts; ``None`` means all
-    of :func:`baseline_names`. ``episode_return`` and ``truncated`` are means over all
+    of :func:`baseline_names`. ``greedy``: the learned policy's mode, else samples (see the
+    module docstring). ``episode_return`` and ``truncated`` are means over all
     episodes; the environment's summary metrics are means over the episodes that
     terminated (see the module docstring), skipping None values (e.g. DeepRM's slowdown
     when nothing was booked); NaN where nothing is left.
@@ -162,11 +219,12 @@ def evaluate_single_agent(
     table: dict[str, dict[str, Any]] = {}
     for policy in policies:
         episodes = [
-            run_episode(env_name, env_config, seed, policy, module)["metrics"] for seed in seeds
+            run_episode(env_name, env_config, seed, policy, module, greedy)["metrics"]
+            for seed in seeds
         ]
         complete = [episode for episode in episodes if not episode["truncated"]]
         metrics = {key: _mean([episode[key] for episode in episodes]) for key in ALL_EPISODES}
-        for key in episodes[0]:
+        for key in dict.fromkeys(key for episode in episodes for key in episode):
             if key not in ALL_EPISODES:
                 metrics[key] = _mean([episode.get(key) for episode in complete])
         table[policy] = {"metrics": metrics, "episodes": episodes}

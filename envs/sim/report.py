@@ -28,14 +28,28 @@ def _cell(value: Any, style: str) -> str:
         return f"{value / 3600:.2f}"
     if style == "{:d}":
         return f"{value:.0f}" if isinstance(value, float) else f"{value:d}"
+    if not isinstance(value, int | float):
+        return str(value)
     return style.format(value)
 
 
 def format_comparison(metrics: dict[str, dict[str, Any]]) -> str:
-    """One row per policy: ``{policy: {metric: value}}`` with simulate.py's metric names."""
-    header = ["policy", *(title for title, _, _ in TABLE_COLUMNS)]
+    """One row per policy: ``{policy: {metric: value}}``.
+
+    Columns: simulate.py's metrics (:data:`TABLE_COLUMNS`) that some policy has, plus the
+    RL ``episode_return`` when present; a table with none of simulate.py's metrics (a
+    formulation's own summary, e.g. DeepRM's slowdowns) shows every numeric metric.
+    """
+    present = dict.fromkeys(key for values in metrics.values() for key in values)
+    columns = [column for column in TABLE_COLUMNS if column[1] in present]
+    known = {key for _, key, _ in TABLE_COLUMNS}
+    others = [key for key in present if key not in known]
+    if columns:
+        others = [key for key in others if key == "episode_return"]
+    columns += [(key, key, "{:.4g}") for key in others]
+    header = ["policy", *(title for title, _, _ in columns)]
     rows = [
-        [name, *(_cell(values.get(key), style) for _, key, style in TABLE_COLUMNS)]
+        [name, *(_cell(values.get(key), style) for _, key, style in columns)]
         for name, values in metrics.items()
     ]
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]

@@ -1,0 +1,100 @@
+"""Held-out evaluation of single-agent formulations against their papers' baselines, and
+the comparison table for any metric set."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from envs.contention import ContentionEnv
+from envs.contention_baselines import run_contention_baseline
+from envs.sced2 import Sced2Env
+from envs.sim.report import format_comparison
+from tune.evaluation import evaluate_experiment
+from tune.experiment import ConfigError, config_from_dict
+from tune.single_agent_evaluation import evaluate_single_agent
+
+SMALL_CONTENTION = {"num_jobs": 12, "gpu_choices": [1, 2, 4, 8], "job_hours": 0.25}
+SMALL_SCED2 = {"num_jobs": 30}
+
+
+def test_contention_baselines_play_the_job_set_the_agent_would_see() -> None:
+    table = evaluate_single_agent("podsched/Contention-v0", SMALL_CONTENTION, [3, 4], None, None)
+    assert list(table) == ["las", "srtf", "fifo"]
+    for policy in table:
+        for seed, episode in zip([3, 4], table[policy]["episodes"], strict=True):
+            (played,) = run_contention_baseline(policy, seed=seed, **SMALL_CONTENTION)["sets"]
+            assert episode["avg_jct"] == played["avg_jct"]
+            assert episode["gpu_utilization"] == played["gpu_utilization"]
+            assert math.isnan(episode["episode_return"])  # no RL reward for a simulation
+        means = table[policy]["metrics"]
+        assert means["avg_jct"] == pytest.approx(
+            np.mean([episode["avg_jct"] for episode in table[policy]["episodes"]])
+        )
+    # The same seed gives the agent the same 12 jobs the baselines scheduled.
+    env = ContentionEnv(**SMALL_CONTENTION)
+    env.reset(seed=3)
+    agent_jobs = env.core.workload
+    (played,) = run_contention_baseline("fifo", seed=3, **SMALL_CONTENTION)["sets"]
+    assert played["jobs_total"] == len(agent_jobs) == 12
+
+
+def test_sced2_baselines_step_the_environment_with_its_baseline_actions() -> None:
+    table = evaluate_single_agent("podsched/SCED2-v0", SMALL_SCED2, [7], None, ["sif", "fifo"])
+    for policy in ("sif", "fifo"):
+        env = Sced2Env(**SMALL_SCED2)
+        env.reset(seed=7)
+        total, done = 0.0, False
+        while not done:
+            _, reward, terminated, truncated, _ = env.step(env.baseline_action(policy))
+            total += reward
+            done = terminated or truncated
+        assert table[policy]["metrics"]["episode_return"] == pytest.approx(total)
+        assert table[policy]["metrics"]["truncated"] == 0.0
+
+
+def test_experiments_check_baseline_names_against_their_environment() -> None:
+    sced2 = {"environment": {"name": "podsched/SCED2-v0"}, "model": {"name": "deeprm"}}
+    experiment = config_from_dict(sced2)
+    # Left out: every baseline the formulation can play step by step (DSIF cannot).
+    assert experiment.evaluation.baselines_for("podsched/SCED2-v0") == [
+        "sif",
+        "saf",
+        "lrf",
+        "spf",
+        "fifo",
+    ]
+    with pytest.raises(ConfigError, match=r"fifo\+packing not baselines of podsched/SCED2-v0"):
+        config_from_dict({**sced2, "evaluation": {"baselines": ["fifo+packing"]}})
+    pod = config_from_dict({})
+    assert pod.evaluation.baselines_for("pod_scheduling_v0")[0] == "fifo+packing"
+    assert config_from_dict({**sced2, "evaluation": {"baselines": []}}).evaluation.baselines_for(
+        "podsched/SCED2-v0"
+    ) == []
+
+
+def test_evaluate_experiment_runs_the_configured_baselines_only() -> None:
+    experiment = config_from_dict(
+        {
+            "environment": {"name": "podsched/Contention-v0", "config": SMALL_CONTENTION},
+            "model": {"name": "deeprm"},
+            "evaluation": {"seeds": [1000], "baselines": ["fifo"]},
+        }
+    )
+    table = evaluate_experiment(experiment)
+    assert list(table) == ["fifo"] and table["fifo"]["metrics"]["jobs_finished"] == 12
+
+
+def test_the_table_shows_simulator_columns_or_the_formulations_own() -> None:
+    simulated = format_comparison(
+        {"fifo": {"avg_jct": 7200.0, "gpu_utilization": 0.5, "episode_return": float("nan")}}
+    )
+    header, _, row = simulated.splitlines()
+    assert header.split() == ["policy", "avg", "JCT", "h", "util", "episode_return"]
+    assert row.split() == ["fifo", "2.00", "0.500", "-"]
+    own = format_comparison({"sjf": {"mean_slowdown": 1.25, "dropped": 0}})
+    header, _, row = own.splitlines()
+    assert header.split() == ["policy", "mean_slowdown", "dropped"]
+    assert row.split() == ["sjf", "1.25", "0"]
