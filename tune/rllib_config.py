@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tune.experiment import ExperimentConfig
+from tune.experiment import POLICY_GRADIENT, ExperimentConfig
 from tune.rllib_envs import register_rllib_env
 
 
@@ -69,11 +69,11 @@ def algorithm_config(experiment: ExperimentConfig, seed: int | None = None) -> A
         "lr": algorithm.lr,
         "gamma": algorithm.gamma,
         "train_batch_size": algorithm.train_batch_size,
-        "minibatch_size": algorithm.minibatch_size,
-        "num_epochs": algorithm.num_epochs,
     }
-    if algorithm.name in ("PPO", "APPO"):
+    if algorithm.name in POLICY_GRADIENT:
         training.update(
+            minibatch_size=algorithm.minibatch_size,
+            num_epochs=algorithm.num_epochs,
             entropy_coeff=algorithm.entropy_coeff,
             clip_param=algorithm.clip_param,
             lambda_=algorithm.lambda_,
