@@ -21,6 +21,7 @@ ENVIRONMENTS: dict[str, str] = {
     "podsched/CuSH-v0": "envs.cush:CuSHEnv",
     "podsched/SCED2-v0": "envs.sced2:Sced2Env",
     "podsched/Contention-v0": "envs.contention:ContentionEnv",
+    "podsched/RLTAPS-v0": "envs.rltaps:RLTapsEnv",
 }
 
 

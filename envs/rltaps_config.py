@@ -95,10 +95,12 @@ class RLTapsConfig:
     (10.6 TFLOPS, the NVLink P100 of the S822LC); ``gpu_efficiency``: the share of it a job
     gets (0.9, eq. 10), so ``tt_m = d_m / (0.9 v_P100)``. ``reduction_fit_100mb`` and
     ``reduction_fit_500mb``: ``(a, b)`` of the single-rack ring-reduction fits
-    ``t(g) = a sqrt(g) + b`` seconds at 100 and 500 MB. 003 shows its measured fits
-    (Figure 3) but prints no numbers, so the defaults are ours: ``(0.02, -0.02)`` and
-    ``(0.08, -0.08)`` vanish at one GPU and give 60 ms and 240 ms at 16 GPUs -- ring
-    bus bandwidths of 3.1 and 3.9 GB/s, a plausible share of the 12.5 GB/s InfiniBand card.
+    ``t(g) = a sqrt(g) + b`` seconds at 100 and 500 MB. 003 plots its measured fits
+    (Figure 3) but prints no numbers, so the defaults are derived, not measured: each curve
+    vanishes at one GPU and, at 16 GPUs (003's largest measurement), equals the
+    bandwidth-optimal ring all-reduce time over one 12.5 GB/s InfiniBand card (Table 1),
+    ``2 (g - 1)/g x size / 12.5 GB/s``: 15 ms at 100 MB, 75 ms at 500 MB, hence
+    ``(0.005, -0.005)`` and ``(0.025, -0.025)``. Put measured fits here when you have them.
     ``rack_factor_step``: 1/5 of eq. 12's ``1 + (r - 1)/5``.
 
     **Calibration** (Appendix A). ``calibration_model`` (vgg-vd-19, 20 GFLOPs),
@@ -129,8 +131,8 @@ class RLTapsConfig:
     minibatch_sizes: tuple[int, ...] = MINIBATCH_SIZES
     gpu_tflops: float = 10.6
     gpu_efficiency: float = 0.9
-    reduction_fit_100mb: tuple[float, float] = (0.02, -0.02)
-    reduction_fit_500mb: tuple[float, float] = (0.08, -0.08)
+    reduction_fit_100mb: tuple[float, float] = (0.005, -0.005)
+    reduction_fit_500mb: tuple[float, float] = (0.025, -0.025)
     rack_factor_step: float = 0.2
     calibration_model: str = "vgg-vd-19"
     calibration_minibatch: int = 256
