@@ -43,6 +43,14 @@ packing) on its 15 x 8 cluster; ``contention`` one of the contention-aware paper
 LAS, SRTF, FIFO) on 4 x 8 GPUs with its model mixes. Both print their paper's metrics
 (``--json``: one object).
 
+``rltaps`` runs RL-TAPS's baselines (003 §5.3: Random, SJF, Tetris job pickers with the
+left-to-right allocator, no preemption) over seeded 400-job sequences on racks of Minsky
+machines and prints them side by side: mean reward (eq. 16), mean slowdown (eq. 17),
+finished and dropped jobs, mean speed, GPU utilization (``--json``: ``{"policies":
+{name: {...}}}``)::
+
+    python platform/simulate.py rltaps --policy random,sjf,tetris --seed 0 --num-sequences 5
+
 Bad arguments print one line on stderr and exit with status 2.
 """
 
@@ -528,6 +536,31 @@ def add_link_sharing_argument(parser: argparse._ActionsContainer, default: str) 
     )
 
 
+def command_rltaps(args: argparse.Namespace) -> int:
+    """``rltaps``: RL-TAPS's baselines (003) side by side over seeded job sequences."""
+    from envs.rltaps_baselines import format_baseline_table, parse_baselines, run_rltaps_baseline
+
+    policies = parse_baselines(args.policy)
+    jobs = json.loads(Path(args.jobs_file).read_text()) if args.jobs_file else None
+    params: dict[str, Any] = {"racks": args.racks}
+    if args.num_jobs is not None:
+        params["num_jobs"] = args.num_jobs
+    results = {
+        name: run_rltaps_baseline(
+            name, seed=args.seed, num_sequences=args.num_sequences, jobs=jobs, **params
+        )
+        for name in policies
+    }
+    if args.json:
+        print(json.dumps(json_safe({"policies": results})))
+        return 0
+    racks = ",".join(map(str, args.racks))
+    count = next(iter(results.values()))["num_sequences"]
+    print(f"RL-TAPS baselines on racks [{racks}] of Minsky machines, {count} sequence(s):")
+    print(format_baseline_table(results))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line of this program."""
     parser = _Parser(
@@ -658,6 +691,31 @@ def build_parser() -> argparse.ArgumentParser:
     add_link_sharing_argument(contention, default="traffic")
     contention.add_argument("--json", action="store_true", help="print one JSON object")
     contention.set_defaults(handler=command_contention)
+
+    rltaps = commands.add_parser(
+        "rltaps", help="run RL-TAPS's baselines (003: random, sjf, tetris) side by side"
+    )
+    rltaps.add_argument(
+        "--policy",
+        default="random,sjf,tetris",
+        help="baselines, comma separated, of random, sjf, tetris (default all three)",
+    )
+    rltaps.add_argument("--seed", type=int, default=0, help="seed of the first job sequence")
+    rltaps.add_argument(
+        "--num-sequences", type=int, default=1, help="job sequences to average (default 1)"
+    )
+    rltaps.add_argument(
+        "--num-jobs", type=int, help="jobs per sequence, one per step (default 400)"
+    )
+    rltaps.add_argument(
+        "--racks",
+        type=_rack_list,
+        default=(2, 2, 2, 2),
+        help="Minsky machines per rack, comma separated (default 2,2,2,2: 32 GPUs)",
+    )
+    rltaps.add_argument("--jobs-file", type=Path, help="an explicit job list (JSON) instead")
+    rltaps.add_argument("--json", action="store_true", help="print one JSON object")
+    rltaps.set_defaults(handler=command_rltaps)
     return parser
 
 
