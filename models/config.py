@@ -89,3 +89,30 @@ def settings_from_dict(cls: type, data: dict[str, Any] | None) -> Any:
             f"unknown {cls.__name__} key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
         )
     return cls(**data)
+
+
+def require_positive_int(name: str, value: object) -> None:
+    """ValueError unless ``value`` is an integer >= 1 (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def require_positive_number(name: str, value: object) -> None:
+    """ValueError unless ``value`` is a finite number > 0 (bools refused)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 < value < float("inf")
+    ):
+        raise ValueError(f"{name} must be a number > 0, got {value!r}")
+
+
+def layer_sizes(name: str, value: object) -> tuple[int, ...]:
+    """``value`` (a list or tuple of integers >= 1, at least one) as a tuple; else
+    ValueError. Frozen settings keep it as a tuple, so YAML lists compare equal."""
+    if not isinstance(value, list | tuple) or not value:
+        raise ValueError(f"{name} must be a non-empty list of integers >= 1, got {value!r}")
+    for size in value:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"{name} must be a non-empty list of integers >= 1, got {value!r}")
+    return tuple(value)

@@ -9,6 +9,8 @@ MODULES: dict[str, str] = {
     "pod_mlp": "models.rl_modules:PodMLPModule",
     "deeprm": "models.deeprm_module:DeepRMModule",
     "cush": "models.cush_module:CuSHModule",
+    "sced2": "models.sced2_module:Sced2Module",
+    "sced2_dqn": "models.sced2_module:Sced2QModule",
 }
 
 
