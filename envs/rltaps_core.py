@@ -175,8 +175,10 @@ class RLTapsCore:
             raise RuntimeError("start() is for the static core; the preemptive one uses assign()")
         job = int(self.slot_job[slot])
         gpus = np.asarray(gpus, dtype=np.int64)
-        if job < 0 or (self.gpu_job[gpus] >= 0).any() or len(np.unique(gpus)) != len(gpus):
-            raise ValueError(f"cannot start slot {slot} on GPUs {gpus.tolist()}")
+        if job < 0:
+            raise ValueError(f"slot {slot} holds no job to start")
+        if (self.gpu_job[gpus] >= 0).any() or len(np.unique(gpus)) != len(gpus):
+            raise ValueError(f"GPUs {gpus.tolist()} must be distinct and free to start slot {slot}")
         self.gpu_job[gpus] = job
         self._current = None
         self.slot_job[slot] = -1
