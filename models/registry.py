@@ -11,6 +11,7 @@ MODULES: dict[str, str] = {
     "cush": "models.cush_module:CuSHModule",
     "sced2": "models.sced2_module:Sced2Module",
     "sced2_dqn": "models.sced2_module:Sced2QModule",
+    "contention": "models.contention_module:ContentionModule",
 }
 
 
