@@ -35,6 +35,23 @@ class Ordering(ABC):
         """Whether ranks change as jobs are placed within one decision (default: no)."""
         return False
 
+    def static_keys(self, sim: Simulator) -> tuple[np.ndarray, ...] | None:
+        """Per-job sort keys (of all jobs) when :meth:`order` is :func:`by_key` on keys that
+        never change during the simulation, else None.
+
+        The scheduler then ranks all jobs once and orders any queue by that rank: the
+        same order as :meth:`order`, without a sort of the whole queue per decision.
+        """
+        return None
+
+    def ranks_each_job_alone(self) -> bool:
+        """Whether :meth:`order` of a subset of jobs is the full order restricted to it.
+
+        True for orderings by a per-job key; the scheduler then ranks only the jobs
+        that might fit. False for orderings that draw random numbers per job ranked.
+        """
+        return True
+
     @abstractmethod
     def order(self, sim: Simulator, jobs: np.ndarray, view: ClusterView) -> np.ndarray:
         """``jobs`` (waiting job indices) rearranged, first to be considered first."""
@@ -77,6 +94,15 @@ class Placement(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
+
+
+def static_rank(sim: Simulator, keys: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """``(rank, by_rank)`` of all jobs under :func:`by_key` with ``keys`` (of all jobs):
+    ``rank[job]`` is its position, ``by_rank[position]`` the job there."""
+    by_rank = by_key(sim, np.arange(sim.num_jobs), *keys)
+    rank = np.empty(len(by_rank), dtype=np.int64)
+    rank[by_rank] = np.arange(len(by_rank))
+    return rank, by_rank
 
 
 def by_key(sim: Simulator, jobs: np.ndarray, *keys: np.ndarray) -> np.ndarray:

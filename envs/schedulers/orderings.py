@@ -53,6 +53,9 @@ class FirstInFirstOut(Ordering):
     def order(self, sim: Simulator, jobs: np.ndarray, view: ClusterView) -> np.ndarray:
         return by_key(sim, jobs)
 
+    def static_keys(self, sim: Simulator) -> tuple[np.ndarray, ...]:
+        return ()
+
 
 class ShortestJobFirst(Ordering):
     """The shortest expected job: ideal run time of all its work at its requested workers."""
@@ -61,6 +64,9 @@ class ShortestJobFirst(Ordering):
 
     def order(self, sim: Simulator, jobs: np.ndarray, view: ClusterView) -> np.ndarray:
         return by_key(sim, jobs, sim.ideal_duration[jobs])
+
+    def static_keys(self, sim: Simulator) -> tuple[np.ndarray, ...]:
+        return (sim.ideal_duration,)
 
 
 class ShortestRemainingTimeFirst(Ordering):
@@ -136,6 +142,9 @@ class ShortestIdealTime(Ordering):
     def order(self, sim: Simulator, jobs: np.ndarray, view: ClusterView) -> np.ndarray:
         return by_key(sim, jobs, sim.ideal_duration[jobs])
 
+    def static_keys(self, sim: Simulator) -> tuple[np.ndarray, ...]:
+        return (sim.ideal_duration,)
+
 
 class DelayedShortestIdealTime(ShortestIdealTime):
     """002's DSIF: SIF, holding back a job up to 3 times while it misses its best locality."""
@@ -166,6 +175,10 @@ class ShortestActualTime(Ordering):
                 estimate[position] = estimated_duration(sim, job, groups, view.loads)
         return by_key(sim, jobs, estimate)
 
+    def ranks_each_job_alone(self) -> bool:
+        # Estimating asks the placement, which may draw random numbers per job asked.
+        return False
+
     def __repr__(self) -> str:
         return f"ShortestActualTime({self.placement!r})"
 
@@ -178,6 +191,9 @@ class LeastResourceFirst(Ordering):
     def order(self, sim: Simulator, jobs: np.ndarray, view: ClusterView) -> np.ndarray:
         return by_key(sim, jobs, total_gpus(sim, jobs))
 
+    def static_keys(self, sim: Simulator) -> tuple[np.ndarray, ...]:
+        return (total_gpus(sim, np.arange(sim.num_jobs)),)
+
 
 class SmallestProductFirst(Ordering):
     """002's SPF: the smallest GPUs x ideal time."""
@@ -186,6 +202,9 @@ class SmallestProductFirst(Ordering):
 
     def order(self, sim: Simulator, jobs: np.ndarray, view: ClusterView) -> np.ndarray:
         return by_key(sim, jobs, total_gpus(sim, jobs) * sim.ideal_duration[jobs])
+
+    def static_keys(self, sim: Simulator) -> tuple[np.ndarray, ...]:
+        return (total_gpus(sim, np.arange(sim.num_jobs)) * sim.ideal_duration,)
 
 
 class RandomOrder(Ordering):
@@ -198,3 +217,6 @@ class RandomOrder(Ordering):
 
     def order(self, sim: Simulator, jobs: np.ndarray, view: ClusterView) -> np.ndarray:
         return self.rng.permutation(np.asarray(jobs, dtype=np.int64))
+
+    def ranks_each_job_alone(self) -> bool:
+        return False

@@ -20,12 +20,17 @@ ordering and walks it, placing every job its placement can place whole:
 vectorized: a job is skipped when its total GPUs or cores exceed what is free, or when
 some kind of its tasks (workers, parameter servers) exceeds the cluster's exact capacity
 for such tasks (:mod:`.capacity`); for a job without parameter servers that test is
-exact, so the placement is called only for jobs it will place. When a deterministic
-placement still fails for a job, the jobs of the same task shape behind it are skipped for
-the rest of the decision (the view would give them the same answer, and claims only
-shrink what is free). Across decisions, while nothing has been freed since the previous
-one (a decision brought by an arrival), the jobs that did not fit then cannot fit now:
-only the jobs that arrived since, and those held back, are ranked and walked.
+exact, so the placement is called only for jobs it will place. The test is evaluated
+once per demand shape (the few distinct (totals, counts, task kinds) of the workload),
+not per job, and only the jobs that pass are ranked: orderings by a per-job key rank a
+subset exactly as they rank the whole queue. Orderings by keys that never change (FIFO,
+SJF, ...) rank all jobs once per simulation; a decision then sorts integer ranks.
+When a deterministic placement still fails for a job, the jobs of the same task shape
+behind it are skipped for the rest of the decision (the view would give them the same
+answer, and claims only shrink what is free). Across decisions, while nothing has been
+freed since the previous one (a decision brought by an arrival), the jobs that did not
+fit then cannot fit now: only the jobs that arrived since, and those held back, are
+ranked and walked.
 
 Both shortcuts assume a placement that fails keeps failing when resources shrink. That
 is exact for the capacity tests and for jobs of identical tasks; for the greedy
@@ -43,13 +48,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.schedulers.base import Ordering, Placement
+from envs.schedulers.base import Ordering, Placement, static_rank
 from envs.schedulers.domains import locality_levels
 from envs.schedulers.locality import best_level
 from envs.schedulers.orderings import total_cpus, total_gpus
 from envs.schedulers.tasks import CORE_TOLERANCE
 from envs.schedulers.view import ClusterView
 from envs.sim import JobStatus, Simulator
+
+_WAITING = int(JobStatus.WAITING)
 
 
 class Scheduler:
@@ -66,11 +73,11 @@ class Scheduler:
         self.delays: dict[int, int] = {}
         self._sim_ref: weakref.ref[Simulator] | None = None
         self._keys = np.zeros(0, np.int64)
-        self._totals = np.zeros((0, 2))
-        self._counts = np.zeros((0, 2), np.int64)
         self._kinds: list[tuple[int, float]] = []
-        self._worker_kind = np.zeros(0, np.int64)
-        self._ps_kind = np.zeros(0, np.int64)
+        self._shape = np.zeros(0, np.int64)
+        self._shape_demand = _ShapeDemand.of(np.zeros((0, 6)))
+        self._rank: np.ndarray | None = None
+        self._by_rank: np.ndarray | None = None
         self._best_level: dict[int, int] = {}
         self._settled = np.zeros(0, dtype=bool)
         self._last_free: tuple[np.ndarray, np.ndarray] | None = None
@@ -91,23 +98,36 @@ class Scheduler:
         view = ClusterView(sim, job_keys=self._keys)
         if not self.backfill:
             if len(waiting):
-                queue = np.asarray(self.ordering.order(sim, waiting, view), dtype=np.int64)
-                self._walk_strict(sim, view, queue)
+                self._walk_strict(sim, view, self._order(sim, waiting, view))
             return
         if self._only_shrank(view):
             waiting = waiting[~self._settled[waiting]]
         else:
             self._settled[:] = False
         if len(waiting):
-            queue = np.asarray(self.ordering.order(sim, waiting, view), dtype=np.int64)
-            held = self._walk(sim, view, queue, allow_delays=self.ordering.max_delays > 0)
-            if held and not len(sim.running_jobs()):
-                self._walk(sim, view, np.asarray(held, dtype=np.int64), allow_delays=False)
+            candidates = waiting
+            if self.ordering.ranks_each_job_alone():
+                # Only jobs passing the necessary test now can start in this decision (it
+                # only gets stricter as jobs are placed): rank and walk just those.
+                fits = self._shape_fits(view, self._shapes_in(waiting))
+                candidates = waiting[fits[self._shape[waiting]]]
+            if len(candidates):
+                queue = self._order(sim, candidates, view)
+                held = self._walk(sim, view, queue, allow_delays=self.ordering.max_delays > 0)
+                if held and not len(sim.running_jobs()):
+                    self._walk(sim, view, np.asarray(held, dtype=np.int64), allow_delays=False)
             # What is still waiting did not fit; only held jobs deserve another look
             # before something frees resources.
-            self._settled[queue[sim.status[queue] == JobStatus.WAITING]] = True
+            self._settled[waiting[sim.status[waiting] == _WAITING]] = True
             self._settled[list(self.delays)] = False
         self._last_free = (sim.free_gpus.copy(), sim.free_cores.copy())
+
+    def _order(self, sim: Simulator, jobs: np.ndarray, view: ClusterView) -> np.ndarray:
+        """``jobs`` in the ordering's order: by the rank of static keys, computed once."""
+        if self._by_rank is not None:
+            assert self._rank is not None
+            return self._by_rank[np.sort(self._rank[jobs])]
+        return np.asarray(self.ordering.order(sim, jobs, view), dtype=np.int64)
 
     def _only_shrank(self, view: ClusterView) -> bool:
         """Whether no GPU or core was freed since the end of the previous decision."""
@@ -133,8 +153,9 @@ class Scheduler:
     ) -> list[int]:
         """Backfilling walk over ``queue``; returns the jobs held back for locality."""
         held: list[int] = []
-        demand = self._demand_of(queue)
-        alive = self._might_fit(view, demand)
+        shapes = self._shape[queue]
+        fits = self._shape_fits(view, self._shapes_in(queue))
+        alive = fits[shapes]
         position = 0
         while True:
             ahead = alive[position:]
@@ -159,9 +180,11 @@ class Scheduler:
                 rest = queue[position:][alive[position:]]
                 queue = np.concatenate([queue[:position], self.ordering.order(sim, rest, view)])
                 alive = np.concatenate([alive[:position], np.ones(len(rest), dtype=bool)])
-                demand = self._demand_of(queue)
+                shapes = self._shape[queue]
             if alive[position:].any():
-                alive[position:] &= self._might_fit(view, demand.after(position))
+                # Placing only shrinks what is free: re-test the shapes that passed.
+                fits = self._shape_fits(view, fits)
+                alive[position:] &= fits[shapes[position:]]
 
     def _start(self, sim: Simulator, view: ClusterView, job: int, groups: np.ndarray) -> None:
         sim.place(job, groups)
@@ -184,21 +207,24 @@ class Scheduler:
         return True
 
     # ------------------------------------------------------------------ helpers
-    def _demand_of(self, jobs: np.ndarray) -> _QueueDemand:
-        """The columns :meth:`_might_fit` reads, gathered once for a queue."""
-        return _QueueDemand(
-            self._totals[jobs], self._counts[jobs], self._worker_kind[jobs], self._ps_kind[jobs]
-        )
+    def _shapes_in(self, jobs: np.ndarray) -> np.ndarray:
+        """Boolean per demand shape: some job of ``jobs`` has it."""
+        return np.bincount(self._shape[jobs], minlength=len(self._shape_demand.counts)) > 0
 
-    def _might_fit(self, view: ClusterView, demand: _QueueDemand) -> np.ndarray:
-        """Per job, the vectorized necessary test: totals, and each task kind on its own.
+    def _shape_fits(self, view: ClusterView, consider: np.ndarray) -> np.ndarray:
+        """Boolean per demand shape: the vectorized necessary test, for the shapes where
+        ``consider`` is True (False elsewhere): totals, and each task kind on its own.
 
-        The per-kind test uses the exact capacity of the cluster for identical tasks, so a
-        job without parameter servers that passes it will be placed.
+        Jobs of one shape pass or fail together. The per-kind test uses the exact
+        capacity of the cluster for identical tasks, so a job without parameter servers
+        that passes it will be placed.
         """
+        demand = self._shape_demand
         totals, counts = demand.totals, demand.counts
-        mask = (totals[:, 0] <= view.total_free_gpus) & (
-            totals[:, 1] <= view.total_free_cores + CORE_TOLERANCE
+        mask = (
+            consider
+            & (totals[:, 0] <= view.total_free_gpus)
+            & (totals[:, 1] <= view.total_free_cores + CORE_TOLERANCE)
         )
         has_ps = demand.ps_kind >= 0
         present = np.bincount(demand.worker_kind[mask], minlength=len(self._kinds))
@@ -211,7 +237,8 @@ class Scheduler:
         return mask
 
     def _bind(self, sim: Simulator) -> None:
-        """Per-simulator state: job keys for memoization, demands, fresh delay counters."""
+        """Per-simulator state: job keys for memoization, demand shapes, static ranks,
+        fresh delay counters."""
         if self._sim_ref is not None and self._sim_ref() is sim:
             return
         self._sim_ref = weakref.ref(sim)
@@ -220,8 +247,6 @@ class Scheduler:
         self._settled = np.zeros(sim.num_jobs, dtype=bool)
         self._last_free = None
         jobs = np.arange(sim.num_jobs)
-        self._totals = np.stack([total_gpus(sim, jobs), total_cpus(sim, jobs)], axis=1)
-        self._counts = np.stack([sim.num_workers, sim.num_ps], axis=1).astype(np.int64)
         # Task kinds (GPUs, cores) of workers and parameter servers, numbered together.
         kind_rows = np.concatenate(
             [
@@ -232,8 +257,23 @@ class Scheduler:
         kinds, kind_of = np.unique(kind_rows, axis=0, return_inverse=True)
         kind_of = kind_of.reshape(-1)
         self._kinds = [(int(gpus), float(cpus)) for gpus, cpus in kinds]
-        self._worker_kind = kind_of[: sim.num_jobs]
-        self._ps_kind = np.where(sim.num_ps > 0, kind_of[sim.num_jobs :], -1)
+        # A job's demand shape: everything the necessary test reads.
+        demand_rows = np.stack(
+            [
+                total_gpus(sim, jobs),
+                total_cpus(sim, jobs),
+                sim.num_workers,
+                sim.num_ps,
+                kind_of[: sim.num_jobs],
+                np.where(sim.num_ps > 0, kind_of[sim.num_jobs :], -1),
+            ],
+            axis=1,
+        ).astype(np.float64)
+        shapes, shape_of = np.unique(demand_rows, axis=0, return_inverse=True)
+        self._shape = shape_of.reshape(-1).astype(np.int64)
+        self._shape_demand = _ShapeDemand.of(shapes)
+        keys = self.ordering.static_keys(sim)
+        self._rank, self._by_rank = (None, None) if keys is None else static_rank(sim, keys)
         shape = [
             sim.num_workers,
             sim.worker_gpus,
@@ -252,19 +292,21 @@ class Scheduler:
 
 
 @dataclass(frozen=True)
-class _QueueDemand:
-    """Per queued job: total (GPUs, cores), (workers, PS) counts, and task kind ids."""
+class _ShapeDemand:
+    """Per demand shape: total (GPUs, cores), (workers, PS) counts, and task kind ids
+    (-1: no parameter servers)."""
 
     totals: np.ndarray
     counts: np.ndarray
     worker_kind: np.ndarray
     ps_kind: np.ndarray
 
-    def after(self, position: int) -> _QueueDemand:
-        """The same columns for the jobs from ``position`` on."""
-        return _QueueDemand(
-            self.totals[position:],
-            self.counts[position:],
-            self.worker_kind[position:],
-            self.ps_kind[position:],
+    @staticmethod
+    def of(rows: np.ndarray) -> _ShapeDemand:
+        """From rows ``(GPUs, cores, workers, PS, worker kind, PS kind)``."""
+        return _ShapeDemand(
+            rows[:, 0:2].copy(),
+            rows[:, 2:4].astype(np.int64),
+            rows[:, 4].astype(np.int64),
+            rows[:, 5].astype(np.int64),
         )
