@@ -12,6 +12,7 @@ MODULES: dict[str, str] = {
     "sced2": "models.sced2_module:Sced2Module",
     "sced2_dqn": "models.sced2_module:Sced2QModule",
     "contention": "models.contention_module:ContentionModule",
+    "multi_softmax": "models.multi_softmax_module:MultiSoftmaxModule",
 }
 
 
