@@ -6,8 +6,10 @@ per evaluation seed, the workload drawn by ``env.reset(seed=seed)``, so the lear
 and each baseline face identical job sequences (and Random baselines draw from that
 episode's generator, as ``simulate.py`` does). Most baselines play the environment step by
 step through its ``baseline_action``; the contention-aware baselines (LAS, SRTF, FIFO)
-preempt and decide outside the agent's action space, so they run as whole simulations of
-the same job set (``run_contention_baseline``), with no RL return (NaN). Each episode
+preempt and decide outside the agent's action space, and RL-TAPS's (Random, SJF, Tetris)
+never preempt where the agent must reassign every GPU, so both run as whole simulations
+of the same job set (``run_contention_baseline``, ``run_rltaps_baseline``); the
+contention baselines have no RL return (NaN), RL-TAPS's earn the agent's reward. Each episode
 yields its return and the environment's own summary
 (``env.unwrapped.summary()``: DeepRM's ``mean_slowdown``, ``max_slowdown``, ``dropped``,
 ...; CuSH's ``avg_ntat`` -- 004's headline metric --, ``avg_wait``, ``avg_tat``,
@@ -48,7 +50,10 @@ ALL_EPISODES: tuple[str, ...] = ("episode_return", "truncated")
 
 
 #: Environments whose baselines run as whole simulations, not through env actions.
-SIMULATED_BASELINES = ("podsched/Contention-v0",)
+SIMULATED_BASELINES = ("podsched/Contention-v0", "podsched/RLTAPS-v0")
+#: Environments whose summary judges a truncated episode fairly, so it counts: RL-TAPS's
+#: slowdown (003 eq. 17) takes T_max as the finish time of every job still unfinished.
+FAIR_WHEN_TRUNCATED = ("podsched/RLTAPS-v0",)
 
 
 def baseline_names(env_name: str) -> tuple[str, ...]:
@@ -70,9 +75,13 @@ def baseline_names(env_name: str) -> tuple[str, ...]:
         from envs.contention_baselines import CONTENTION_BASELINES
 
         return CONTENTION_BASELINES
+    if env_name == "podsched/RLTAPS-v0":
+        from envs.rltaps_baselines import RLTAPS_BASELINES
+
+        return RLTAPS_BASELINES
     raise ValueError(
-        f"no single-agent baselines for environment {env_name!r}; known: "
-        "podsched/DeepRM-v0, podsched/CuSH-v0, podsched/SCED2-v0, podsched/Contention-v0"
+        f"no single-agent baselines for environment {env_name!r}; known: podsched/DeepRM-v0, "
+        "podsched/CuSH-v0, podsched/SCED2-v0, podsched/Contention-v0, podsched/RLTAPS-v0"
     )
 
 
@@ -124,7 +133,7 @@ def run_episode(
         return {
             "policy": policy,
             "seed": seed,
-            "metrics": _simulated_episode(env_config, seed, policy),
+            "metrics": _simulated_episode(env_name, env_config, seed, policy),
         }
     from envs import make_env
 
@@ -159,15 +168,30 @@ def run_episode(
     return {"policy": policy, "seed": seed, "metrics": metrics}
 
 
-def _simulated_episode(env_config: dict[str, Any], seed: int, policy: str) -> dict[str, Any]:
-    """A contention-aware baseline over the job set ``reset(seed=seed)`` draws."""
-    from envs.contention_baselines import run_contention_baseline
+def _simulated_episode(
+    env_name: str, env_config: dict[str, Any], seed: int, policy: str
+) -> dict[str, Any]:
+    """A whole-simulation baseline over the job set ``reset(seed=seed)`` draws."""
+    if env_name == "podsched/RLTAPS-v0":
+        from envs.rltaps_baselines import run_rltaps_baseline
+        from envs.rltaps_config import RLTapsConfig
 
-    (played,) = run_contention_baseline(policy, seed=seed, num_sets=1, **env_config)["sets"]
-    metrics: dict[str, Any] = {
-        "episode_return": float("nan"),
-        "truncated": float(bool(played["truncated"])),
-    }
+        (played,) = run_rltaps_baseline(policy, seed=seed, **env_config)["sequences"]
+        config = RLTapsConfig.from_dict(env_config)
+        left = played["jobs_finished"] + played["dropped"]
+        done = played["jobs_arrived"] == config.num_jobs and left == config.num_jobs
+        metrics: dict[str, Any] = {
+            "episode_return": played["return"],
+            "truncated": float(not done and played["steps"] >= config.max_steps),
+        }
+    else:
+        from envs.contention_baselines import run_contention_baseline
+
+        (played,) = run_contention_baseline(policy, seed=seed, num_sets=1, **env_config)["sets"]
+        metrics = {
+            "episode_return": float("nan"),
+            "truncated": float(bool(played["truncated"])),
+        }
     metrics.update(_scalars(played))
     return metrics
 
@@ -222,7 +246,8 @@ def evaluate_single_agent(
             run_episode(env_name, env_config, seed, policy, module, greedy)["metrics"]
             for seed in seeds
         ]
-        complete = [episode for episode in episodes if not episode["truncated"]]
+        fair = env_name in FAIR_WHEN_TRUNCATED
+        complete = [episode for episode in episodes if fair or not episode["truncated"]]
         metrics = {key: _mean([episode[key] for episode in episodes]) for key in ALL_EPISODES}
         for key in dict.fromkeys(key for episode in episodes for key in episode):
             if key not in ALL_EPISODES:

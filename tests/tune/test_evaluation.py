@@ -70,9 +70,12 @@ def test_experiments_check_baseline_names_against_their_environment() -> None:
         config_from_dict({**sced2, "evaluation": {"baselines": ["fifo+packing"]}})
     pod = config_from_dict({})
     assert pod.evaluation.baselines_for("pod_scheduling_v0")[0] == "fifo+packing"
-    assert config_from_dict({**sced2, "evaluation": {"baselines": []}}).evaluation.baselines_for(
-        "podsched/SCED2-v0"
-    ) == []
+    assert (
+        config_from_dict({**sced2, "evaluation": {"baselines": []}}).evaluation.baselines_for(
+            "podsched/SCED2-v0"
+        )
+        == []
+    )
 
 
 def test_evaluate_experiment_runs_the_configured_baselines_only() -> None:
@@ -98,3 +101,27 @@ def test_the_table_shows_simulator_columns_or_the_formulations_own() -> None:
     header, _, row = own.splitlines()
     assert header.split() == ["policy", "mean_slowdown", "dropped"]
     assert row.split() == ["sjf", "1.25", "0"]
+
+
+def test_rltaps_baselines_play_the_sequence_the_agent_would_see() -> None:
+    from envs.rltaps import RLTapsEnv
+    from envs.rltaps_baselines import run_rltaps_baseline
+    from envs.rltaps_config import RLTapsConfig
+    from envs.rltaps_jobs import generate_jobs
+
+    config = {"racks": [2, 2], "num_jobs": 12, "max_steps": 60}
+    table = evaluate_single_agent("podsched/RLTAPS-v0", config, [5], None, ["sjf", "tetris"])
+    for policy in ("sjf", "tetris"):
+        (played,) = run_rltaps_baseline(policy, seed=5, **config)["sequences"]
+        episode = table[policy]["episodes"][0]
+        # The same reward as the agent's: the return is comparable, not NaN.
+        assert episode["episode_return"] == played["return"]
+        assert episode["mean_slowdown"] == played["mean_slowdown"]
+        # Unfinished jobs count with T_max as their finish (eq. 17): summaries stay in.
+        assert table[policy]["metrics"]["mean_slowdown"] == played["mean_slowdown"]
+    # The baselines draw sequence 5 with default_rng(5), as reset(seed=5) does.
+    env = RLTapsEnv(**config)
+    env.reset(seed=5)
+    drawn = generate_jobs(RLTapsConfig.from_dict(config), np.random.default_rng(5))
+    np.testing.assert_array_equal(env.core.jobs.gpus, drawn.gpus)
+    np.testing.assert_array_equal(env.core.jobs.length, drawn.length)
