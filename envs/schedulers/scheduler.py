@@ -105,7 +105,7 @@ class Scheduler:
         else:
             self._settled[:] = False
         if len(waiting):
-            candidates = waiting
+            candidates, fits = waiting, None
             if self.ordering.ranks_each_job_alone():
                 # Only jobs passing the necessary test now can start in this decision (it
                 # only gets stricter as jobs are placed): rank and walk just those.
@@ -113,7 +113,8 @@ class Scheduler:
                 candidates = waiting[fits[self._shape[waiting]]]
             if len(candidates):
                 queue = self._order(sim, candidates, view)
-                held = self._walk(sim, view, queue, allow_delays=self.ordering.max_delays > 0)
+                delays = self.ordering.max_delays > 0
+                held = self._walk(sim, view, queue, allow_delays=delays, fits=fits)
                 if held and not len(sim.running_jobs()):
                     self._walk(sim, view, np.asarray(held, dtype=np.int64), allow_delays=False)
             # What is still waiting did not fit; only held jobs deserve another look
@@ -149,12 +150,21 @@ class Scheduler:
             self._start(sim, view, job, groups)
 
     def _walk(
-        self, sim: Simulator, view: ClusterView, queue: np.ndarray, allow_delays: bool
+        self,
+        sim: Simulator,
+        view: ClusterView,
+        queue: np.ndarray,
+        allow_delays: bool,
+        fits: np.ndarray | None = None,
     ) -> list[int]:
-        """Backfilling walk over ``queue``; returns the jobs held back for locality."""
+        """Backfilling walk over ``queue``; returns the jobs held back for locality.
+
+        ``fits``: the shapes passing the necessary test on ``view`` now, when known.
+        """
         held: list[int] = []
         shapes = self._shape[queue]
-        fits = self._shape_fits(view, self._shapes_in(queue))
+        if fits is None:
+            fits = self._shape_fits(view, self._shapes_in(queue))
         alive = fits[shapes]
         position = 0
         while True:

@@ -44,7 +44,7 @@ from enum import IntEnum
 import numpy as np
 
 from envs.sim.communication import communication_pairs, megabytes_to_gigabits
-from envs.sim.events import ARRIVAL, TICK, EventQueue
+from envs.sim.events import ARRIVAL, TICK, WAKE, EventQueue
 from envs.sim.interference import InterferenceCoefficients
 from envs.sim.running import PairRows, TaskRows
 from envs.sim.speed import communication_times, interference_slowdowns
@@ -292,14 +292,10 @@ class Simulator:
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(gpus, cpus)`` per task of ``job``: workers first, then parameter servers."""
         workers = int(self.num_workers[job] if num_workers is None else num_workers)
-        ps = int(self.num_ps[job])
-        gpus = np.concatenate(
-            [np.full(workers, self.worker_gpus[job]), np.full(ps, self.ps_gpus[job])]
-        )
-        cpus = np.concatenate(
-            [np.full(workers, self.worker_cpus[job]), np.full(ps, self.ps_cpus[job])]
-        )
-        return gpus.astype(np.int64), cpus
+        counts = (workers, int(self.num_ps[job]))
+        gpus = np.repeat(np.array([self.worker_gpus[job], self.ps_gpus[job]], np.int64), counts)
+        cpus = np.repeat(np.array([self.worker_cpus[job], self.ps_cpus[job]], np.float64), counts)
+        return gpus, cpus
 
     def fits(self, job: int, task_groups: np.ndarray) -> bool:
         """Whether ``job`` could be placed on ``task_groups`` right now."""
@@ -382,6 +378,17 @@ class Simulator:
                 )
             self._advance(min(step_to, self.config.horizon_s))
 
+    def request_decision(self, time: float) -> None:
+        """Make ``time`` (later than now) a decision point in event mode, even if nothing
+        arrives or completes then -- for policies whose priorities change with time (a
+        job crossing a LAS threshold, a minimum run time ending). A decision still needs
+        waiting jobs; in interval mode decisions stay on the ticks and this does nothing.
+        """
+        if not time > self.now:
+            raise ValueError(f"a decision can be requested only after now ({self.now}), got {time}")
+        if self.config.interval_s is None and math.isfinite(time):
+            self._events.push(float(time), WAKE)
+
     def run(self, policy: object) -> None:
         """Run to the end, calling ``policy.schedule(self)`` at every decision point."""
         schedule = policy.schedule  # type: ignore[attr-defined]
@@ -442,6 +449,13 @@ class Simulator:
         if ((groups < 0) | (groups >= cluster.num_gpu_groups)).any():
             raise PlacementError(f"GPU groups must lie in [0, {cluster.num_gpu_groups})")
         task_gpus, task_cpus = self.task_demands(job, workers)
+        if len(groups) == 1:
+            # One task (most trace jobs): the checks below, on scalars.
+            self._check_room_for_one(job, int(groups[0]), int(task_gpus[0]), float(task_cpus[0]))
+            if dry_run:
+                return _JobPlacement.empty()
+            chosen = self._choose_gpus(job, groups, task_gpus, gpus)
+            return _JobPlacement(groups, chosen, task_gpus, task_cpus, workers)
         gpu_need = np.bincount(groups, weights=task_gpus, minlength=cluster.num_gpu_groups)
         short = gpu_need > self.free_gpus
         if short.any():
@@ -463,6 +477,20 @@ class Simulator:
             return _JobPlacement.empty()
         chosen = self._choose_gpus(job, groups, task_gpus, gpus)
         return _JobPlacement(groups, chosen, task_gpus, task_cpus, workers)
+
+    def _check_room_for_one(self, job: int, group: int, gpus: int, cpus: float) -> None:
+        """:meth:`_claim`'s room checks for a job of one task on ``group``."""
+        if gpus > self.free_gpus[group]:
+            raise PlacementError(
+                f"job {job}: GPU group {group} has {self.free_gpus[group]} free GPU(s), "
+                f"the placement needs {gpus}"
+            )
+        socket = int(self.cluster.group_socket[group])
+        if cpus > self.free_cores[socket] + 1e-9:
+            raise PlacementError(
+                f"job {job}: socket {socket} has {self.free_cores[socket]:g} free core(s), "
+                f"the placement needs {cpus:g}"
+            )
 
     def _choose_gpus(
         self, job: int, groups: np.ndarray, task_gpus: np.ndarray, gpus: np.ndarray | None
@@ -498,14 +526,12 @@ class Simulator:
         return np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
 
     def _start(self, job: int, record: _JobPlacement, speed_factor: float) -> None:
-        cluster = self.cluster
-        np.subtract.at(self.free_gpus, record.task_group, record.task_gpus)
-        np.subtract.at(self.free_cores, cluster.group_socket[record.task_group], record.task_cpus)
+        self._take_room(record, -1)
         self.gpu_job[record.gpus] = job
         record.tasks = self._task_rows(job, record)
         record.pairs = self._pair_rows(job, record)
-        record.links = np.unique(record.pairs.link)
-        record.servers = np.unique(record.tasks.server)
+        record.links = _distinct(record.pairs.link)
+        record.servers = _distinct(record.tasks.server)
         if self.config.link_sharing == "traffic":
             self._link_weight[job] = self._duty_cycle(job, record.pairs)
         self._apply_load(job, record, +1)
@@ -528,9 +554,7 @@ class Simulator:
 
     def _release(self, job: int) -> None:
         record = self._job_tasks.pop(job)
-        cluster = self.cluster
-        np.add.at(self.free_gpus, record.task_group, record.task_gpus)
-        np.add.at(self.free_cores, cluster.group_socket[record.task_group], record.task_cpus)
+        self._take_room(record, +1)
         self.gpu_job[record.gpus] = -1
         self._apply_load(job, record, -1)
         for server in record.servers.tolist():
@@ -567,6 +591,20 @@ class Simulator:
         )
         comm = float(alone[0])
         return comm / (float(self.compute_time[job]) + comm)
+
+    def _take_room(self, record: _JobPlacement, sign: int) -> None:
+        """Give back (+1) or take (-1) a placement's GPUs per group and cores per socket."""
+        sockets = self.cluster.group_socket[record.task_group]
+        if len(sockets) == 1:  # most jobs: plain indexing beats ufunc.at
+            group, socket = int(record.task_group[0]), int(sockets[0])
+            self.free_gpus[group] += sign * record.task_gpus[0]
+            self.free_cores[socket] += sign * record.task_cpus[0]
+        elif sign > 0:
+            np.add.at(self.free_gpus, record.task_group, record.task_gpus)
+            np.add.at(self.free_cores, sockets, record.task_cpus)
+        else:
+            np.subtract.at(self.free_gpus, record.task_group, record.task_gpus)
+            np.subtract.at(self.free_cores, sockets, record.task_cpus)
 
     def _mark_neighbours(self, job: int, record: _JobPlacement) -> None:
         """The job and those sharing a server or link with it need their speed recomputed."""
@@ -664,7 +702,7 @@ class Simulator:
         running = self.running_jobs()
         if len(running):
             start = np.maximum(self.stall_until[running], self.now)
-            active = np.clip(time - start, 0.0, elapsed)
+            active = np.minimum(np.maximum(time - start, 0.0), elapsed)  # np.clip, cheaper
             self.work_done[running] += self._rate[running] * active
             self.run_time[running] += elapsed
             self.attained_gpu_seconds[running] += self.running_gpus[running] * elapsed
@@ -688,9 +726,13 @@ class Simulator:
         return bool(len(due))
 
     def _pop_due_events(self) -> tuple[bool, bool]:
+        """Process the events due now: ``(an arrival or a requested decision, a tick)``."""
         arrived = ticked = False
         while self._events.peek_time() <= self.now:
             event = self._events.pop()
+            if event.kind == WAKE:
+                arrived = True  # decides like an arrival; not counted as an event
+                continue
             self.events += 1
             if event.kind == ARRIVAL:
                 self.status[event.payload] = _WAITING
@@ -706,20 +748,28 @@ class Simulator:
     def _record(self) -> None:
         self._refresh()
         running = self.running_jobs()
-        busy = self.gpu_job >= 0
-        gpu_remaining = np.zeros(self.cluster.num_gpus)
-        if busy.any():
-            gpu_remaining[busy] = np.minimum(self.remaining_time(self.gpu_job[busy]), 1e12)
+        fragmentation = 0.0
+        if len(running):
+            # Every GPU reads a job's remaining time (a free one's -1 reads the last
+            # job's), then free GPUs count 0.
+            remaining = np.minimum(self.remaining_time(self.gpu_job), 1e12)
+            gpu_remaining = np.where(self.gpu_job >= 0, remaining, 0.0)
+            fragmentation = server_fragmentation(self.cluster, gpu_remaining)
         self.timeline.record(
             self.now,
             (
-                int(self.running_gpus.sum()),
+                int(self.running_gpus[running].sum()),
                 self._num_waiting,
                 len(running),
-                server_fragmentation(self.cluster, gpu_remaining),
+                fragmentation,
                 float(self._contention[running].mean()) if len(running) else 1.0,
             ),
         )
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)``, without its sorting machinery for zero or one value."""
+    return values.copy() if len(values) <= 1 else np.unique(values)
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-ARRIVAL, TICK = 0, 1
-EVENT_KIND_NAMES = ("arrival", "tick")
+ARRIVAL, TICK, WAKE = 0, 1, 2
+EVENT_KIND_NAMES = ("arrival", "tick", "wake")
 
 
 @dataclass(order=True)

@@ -15,10 +15,27 @@ import numpy as np
 
 
 def _concat(tables: list, empty: object) -> list[np.ndarray]:
-    """Column-wise concatenation of same-typed tables (``empty`` when there are none)."""
-    if not tables:
-        return [getattr(empty, f.name) for f in fields(empty)]  # type: ignore[arg-type]
-    return [np.concatenate([getattr(table, f.name) for table in tables]) for f in fields(tables[0])]
+    """Column-wise concatenation of same-typed tables (``empty`` when there are none).
+
+    One table's own (never modified) columns are returned as they are: an event often
+    touches a single job.
+    """
+    names = _column_names(type(empty))
+    if len(tables) <= 1:
+        source = tables[0] if tables else empty
+        return [getattr(source, name) for name in names]
+    return [np.concatenate([getattr(table, name) for table in tables]) for name in names]
+
+
+_COLUMN_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _column_names(table_type: type) -> tuple[str, ...]:
+    """The column names of a table dataclass, looked up once (``fields`` is slow)."""
+    names = _COLUMN_NAMES.get(table_type)
+    if names is None:
+        names = _COLUMN_NAMES[table_type] = tuple(f.name for f in fields(table_type))
+    return names
 
 
 def _segment_starts(job: np.ndarray) -> np.ndarray:
@@ -84,8 +101,10 @@ class TaskRows:
 
 
 def _same_place_sum(place: np.ndarray, values: np.ndarray) -> np.ndarray:
-    _, inverse = np.unique(place, return_inverse=True)
-    return np.bincount(inverse, weights=values)[inverse]
+    """Per row, the sum of ``values`` over the rows at the same place (ids >= 0)."""
+    if len(place) == 1:
+        return values.astype(np.float64)
+    return np.bincount(place, weights=values)[place]
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from envs.topology import Cluster
@@ -43,11 +45,26 @@ def server_fragmentation(cluster: Cluster, gpu_remaining: np.ndarray) -> float:
     """
     if not gpu_remaining.any():
         return 0.0
-    first_gpu = cluster.group_gpu_offsets[cluster.server_group_offsets[:-1]]
+    first_gpu, counts = _server_gpus(cluster)
     total = np.add.reduceat(gpu_remaining, first_gpu)
     squares = np.add.reduceat(gpu_remaining**2, first_gpu)
-    counts = np.diff(np.append(first_gpu, cluster.num_gpus))
     busy = squares > 0
     frag = np.zeros(len(total))
     frag[busy] = 1.0 - total[busy] ** 2 / (counts[busy] * squares[busy])
     return float(frag.mean())
+
+
+def _server_gpus(cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
+    """``(first GPU, GPU count)`` per server, computed once per cluster: the timeline
+    samples fragmentation at every event."""
+    layout = _SERVER_GPUS.get(cluster)
+    if layout is None:
+        first_gpu = cluster.group_gpu_offsets[cluster.server_group_offsets[:-1]]
+        counts = np.diff(np.append(first_gpu, cluster.num_gpus))
+        layout = _SERVER_GPUS[cluster] = (first_gpu, counts)
+    return layout
+
+
+_SERVER_GPUS: weakref.WeakKeyDictionary[Cluster, tuple[np.ndarray, np.ndarray]] = (
+    weakref.WeakKeyDictionary()
+)
