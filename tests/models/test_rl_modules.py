@@ -60,5 +60,8 @@ def test_checkpoint_restores_identical_outputs(env_and_batch, tmp_path) -> None:
 def test_registry_names_the_modules() -> None:
     assert module_class("pod_gnn") is PodGNNModule
     assert module_class("pod_mlp") is PodMLPModule
-    with pytest.raises(ValueError, match="unknown model 'pod_cnn'; known: cush, deeprm, pod_gnn"):
+    with pytest.raises(
+        ValueError,
+        match="unknown model .pod_cnn.; known: contention, cush, deeprm, multi_softmax, pod_gnn",
+    ):
         module_class("pod_cnn")

@@ -45,7 +45,10 @@ def test_overrides_reach_nested_keys() -> None:
         ({"algorithm": {"name": "A3C"}}, r"algorithm.name='A3C'; allowed: PPO, APPO, DQN"),
         ({"algorihm": {}}, r"unknown top-level key\(s\) algorihm"),
         ({"model": {"nmae": "x"}}, r"unknown key\(s\) model.nmae; allowed in model: name"),
-        ({"model": {"name": "pod_cnn"}}, r"model.name='pod_cnn'; known: cush, deeprm, pod_gnn"),
+        (
+            {"model": {"name": "pod_cnn"}},
+            r"model.name='pod_cnn'; known: contention, cush, deeprm, multi_softmax, pod_gnn",
+        ),
         (
             {"environment": {"name": "pod_v9"}},
             r"environment.name='pod_v9'; known: pod_scheduling_v0",
