@@ -5,6 +5,10 @@ the rows of just the jobs an event affects, job after job, so per-job reductions
 ``reduceat`` over segment starts instead of slow unbuffered ``ufunc.at``. Each task
 carries its own job's load at its socket, server and GPU group (fixed by the placement),
 so the interference model subtracts it from the server totals without regrouping.
+
+A task table keeps its columns packed in one integer and one float block (rows of the
+blocks are the columns), so joining the tables of the jobs an event touches costs three
+concatenations, not one per column: the simulator does it after every event.
 """
 
 from __future__ import annotations
@@ -12,30 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 import numpy as np
-
-
-def _concat(tables: list, empty: object) -> list[np.ndarray]:
-    """Column-wise concatenation of same-typed tables (``empty`` when there are none).
-
-    One table's own (never modified) columns are returned as they are: an event often
-    touches a single job.
-    """
-    names = _column_names(type(empty))
-    if len(tables) <= 1:
-        source = tables[0] if tables else empty
-        return [getattr(source, name) for name in names]
-    return [np.concatenate([getattr(table, name) for table in tables]) for name in names]
-
-
-_COLUMN_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def _column_names(table_type: type) -> tuple[str, ...]:
-    """The column names of a table dataclass, looked up once (``fields`` is slow)."""
-    names = _COLUMN_NAMES.get(table_type)
-    if names is None:
-        names = _COLUMN_NAMES[table_type] = tuple(f.name for f in fields(table_type))
-    return names
 
 
 def _segment_starts(job: np.ndarray) -> np.ndarray:
@@ -47,25 +27,65 @@ def _segment_starts(job: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TaskRows:
-    """One row per running task: where it is and what it loads (001 §V inputs)."""
+    """One row per running task: where it is and what it loads (001 §V inputs).
 
-    job: np.ndarray
-    group: np.ndarray
-    socket: np.ndarray
-    server: np.ndarray
+    ``places`` stacks the columns ``job, group, socket, server`` (int64), ``loads`` the
+    columns ``cpu, pcie, own_socket_cpu, own_server_cpu, own_group_pcie`` (float64);
+    read them through the properties of those names.
+    """
+
+    places: np.ndarray
     is_worker: np.ndarray
-    cpu: np.ndarray
-    pcie: np.ndarray
-    own_socket_cpu: np.ndarray
-    own_server_cpu: np.ndarray
-    own_group_pcie: np.ndarray
+    loads: np.ndarray
+
+    @property
+    def job(self) -> np.ndarray:
+        """The task's job."""
+        return self.places[0]
+
+    @property
+    def group(self) -> np.ndarray:
+        """The task's GPU group."""
+        return self.places[1]
+
+    @property
+    def socket(self) -> np.ndarray:
+        """The task's CPU socket."""
+        return self.places[2]
+
+    @property
+    def server(self) -> np.ndarray:
+        """The task's server."""
+        return self.places[3]
+
+    @property
+    def cpu(self) -> np.ndarray:
+        """Cores the task keeps busy."""
+        return self.loads[0]
+
+    @property
+    def pcie(self) -> np.ndarray:
+        """PCIe traffic of the task, GB/s."""
+        return self.loads[1]
+
+    @property
+    def own_socket_cpu(self) -> np.ndarray:
+        """The task's own job's cores on its socket."""
+        return self.loads[2]
+
+    @property
+    def own_server_cpu(self) -> np.ndarray:
+        """The task's own job's cores on its server."""
+        return self.loads[3]
+
+    @property
+    def own_group_pcie(self) -> np.ndarray:
+        """The task's own job's PCIe traffic on its GPU group."""
+        return self.loads[4]
 
     @staticmethod
     def empty() -> TaskRows:
-        ints, floats = np.zeros(0, np.int64), np.zeros(0)
-        return TaskRows(
-            ints, ints, ints, ints, np.zeros(0, bool), floats, floats, floats, floats, floats
-        )
+        return TaskRows(np.zeros((4, 0), np.int64), np.zeros(0, bool), np.zeros((5, 0)))
 
     @staticmethod
     def for_job(
@@ -78,23 +98,28 @@ class TaskRows:
         pcie: np.ndarray,
     ) -> TaskRows:
         """Rows of one job's tasks, with the job's own load at each task's places."""
-        return TaskRows(
-            np.full(len(group), job, dtype=np.int64),
-            group,
-            socket,
-            server,
-            is_worker,
-            cpu,
-            pcie,
-            _same_place_sum(socket, cpu),
-            _same_place_sum(server, cpu),
-            _same_place_sum(group, pcie),
+        places = np.stack([np.full(len(group), job, dtype=np.int64), group, socket, server])
+        loads = np.stack(
+            [
+                cpu,
+                pcie,
+                _same_place_sum(socket, cpu),
+                _same_place_sum(server, cpu),
+                _same_place_sum(group, pcie),
+            ]
         )
+        return TaskRows(places.astype(np.int64), is_worker, loads.astype(np.float64))
 
     @staticmethod
     def concat(tables: list[TaskRows]) -> TaskRows:
         """The rows of several jobs, job after job."""
-        return TaskRows(*_concat(tables, TaskRows.empty()))
+        if len(tables) <= 1:
+            return tables[0] if tables else TaskRows.empty()
+        return TaskRows(
+            np.concatenate([table.places for table in tables], axis=1),
+            np.concatenate([table.is_worker for table in tables]),
+            np.concatenate([table.loads for table in tables], axis=1),
+        )
 
     def starts(self) -> np.ndarray:
         return _segment_starts(self.job)
@@ -130,7 +155,16 @@ class PairRows:
     @staticmethod
     def concat(tables: list[PairRows]) -> PairRows:
         """The pairs of several jobs, job after job."""
-        return PairRows(*_concat(tables, PairRows.empty()))
+        # Jobs of one worker have no pairs; most events then join one table or none.
+        tables = [table for table in tables if len(table.job)]
+        if len(tables) <= 1:
+            return tables[0] if tables else PairRows.empty()
+        return PairRows(
+            *(np.concatenate([getattr(table, name) for table in tables]) for name in _PAIR_COLUMNS)
+        )
 
     def starts(self) -> np.ndarray:
         return _segment_starts(self.job)
+
+
+_PAIR_COLUMNS = tuple(column.name for column in fields(PairRows))
