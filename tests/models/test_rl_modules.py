@@ -62,6 +62,6 @@ def test_registry_names_the_modules() -> None:
     assert module_class("pod_mlp") is PodMLPModule
     with pytest.raises(
         ValueError,
-        match="unknown model .pod_cnn.; known: contention, cush, deeprm, multi_softmax, pod_gnn",
+        match="unknown model 'pod_cnn'; known: contention, cush, deeprm, multi_softmax, pod_gnn",
     ):
         module_class("pod_cnn")
