@@ -135,7 +135,7 @@ def test_masked_q_values_are_minus_infinity_and_never_chosen(env: Sced2Env, batc
         drawn = torch.stack(
             [
                 module.forward_exploration({Columns.OBS: batch}, t=0)[Columns.ACTIONS]
-                for _ in range(300)
+                for _ in range(120)
             ]
         )
         hits = torch.zeros_like(mask)
