@@ -53,12 +53,13 @@ the busy share of GPU time; ``W2 = 1 - W1``, ``w1`` 0.4 (branch B; ``BRANCHES`` 
 0.3 .. 0.7). 0 on placing steps.
 
 **Info.** Every step: ``time`` (s), ``action_mask``, ``invalid_action``, ``waiting``,
-``running``, ``candidates`` (job ids), ``cs`` (current CS of every running job); on a
-placement ``placed`` (job, model, gpus, nodes, gpus_per_node, its CS now); on a fallback
-``fallback`` (same keys); on a round end ``round`` (contention, utilization, seconds,
-preempted); ``preempted`` (job ids) when ``preempt_cs`` preempts; on the last step
-``episode`` (:meth:`envs.contention_core.ContentionCore.summary`: avg / p90 JCT,
-utilization, the CS distribution, return, rounds, fallbacks, ...).
+``running``, ``candidates`` (job ids), ``cs`` (current CS of every running job, keyed by
+the job id as a string); on a placement ``placed`` (job, model, gpus, nodes,
+gpus_per_node, its CS now); on a fallback ``fallback`` (same keys); on a round end
+``round`` (contention, utilization, seconds, preempted); ``preempted`` (job ids) when
+``preempt_cs`` preempts; on the last step ``episode``
+(:meth:`envs.contention_core.ContentionCore.summary`: avg / p90 JCT, utilization, the CS
+distribution, return, rounds, fallbacks, ...).
 
 **Episode end.** Terminated when every job has finished; truncated at ``horizon_s`` of
 simulated time (30 days) or after ``step_limit`` steps (100 per job).
@@ -149,7 +150,9 @@ class ContentionEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
             "waiting": len(sim.waiting_jobs()),
             "running": len(running),
             "candidates": self.core.candidates().tolist() if not self.core.over else [],
-            "cs": dict(zip(running.tolist(), sim.contention[running].tolist(), strict=True)),
+            # String keys: Gymnasium's vector wrappers (as RLlib uses them) merge info dicts
+            # and refuse any other key type.
+            "cs": {str(job): float(sim.contention[job]) for job in running.tolist()},
         }
 
     def reset(

@@ -72,22 +72,8 @@ def train(config: str, overrides: list[str], tmp_path: Path) -> subprocess.Compl
     )
 
 
-# RLlib's env runner wraps every environment in gymnasium's DictInfoToList, which needs
-# string keys in nested info dicts; the contention environment's info["cs"] is keyed by
-# job id (int), so its first sampled step fails until the environment keys it by string.
-CONTENTION_INFO = pytest.mark.xfail(
-    strict=True, reason="podsched/Contention-v0's info['cs'] has int keys (DictInfoToList)"
-)
-
-
 @pytest.mark.integration
-@pytest.mark.parametrize(
-    "config",
-    [
-        pytest.param(name, marks=CONTENTION_INFO) if name == "contention" else name
-        for name in sorted(CASES)
-    ],
-)
+@pytest.mark.parametrize("config", sorted(CASES))
 def test_two_iterations_train_and_the_module_acts_legally(config: str, tmp_path: Path) -> None:
     from ray.rllib.core.rl_module.rl_module import RLModule
 

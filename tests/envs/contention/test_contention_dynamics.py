@@ -64,7 +64,7 @@ def co_locate(
     env.step(env.action_for(0, [0, 1]))
     _, _, _, _, info = env.step(env.action_for(1, other_nodes))
     assert not info["invalid_action"]
-    return info["cs"][0]
+    return info["cs"]["0"]
 
 
 def test_the_catalog_reproduces_table_1_comm_comp_on_the_reference_placement() -> None:
@@ -80,17 +80,17 @@ def test_a_pair_sharing_node_ports_matches_the_bandwidth_sharing_formula() -> No
     assert info["placed"]["cs"] == pytest.approx(1.0)  # alone: ideal throughput
     _, _, _, _, info = env.step(env.action_for(1, [0, 1]))
     # Both cross the ports of nodes 0 and 1; each sees 40 / (1 + the other's duty cycle).
-    assert info["cs"][0] == pytest.approx(traffic_cs("FSDP", [duty("MoE")]))
-    assert info["cs"][1] == pytest.approx(traffic_cs("MoE", [duty("FSDP")]))
+    assert info["cs"]["0"] == pytest.approx(traffic_cs("FSDP", [duty("MoE")]))
+    assert info["cs"]["1"] == pytest.approx(traffic_cs("MoE", [duty("FSDP")]))
     # 1 + 7.32/8.32 x 13.79/14.79 for both: a pair's CS - 1 is the product of duties.
-    assert info["cs"][0] == pytest.approx(1.820, abs=1e-3)
+    assert info["cs"]["0"] == pytest.approx(1.820, abs=1e-3)
     # 003's equal split by job count: half the port each, 1 + duty.
     env = ContentionEnv(link_sharing="equal", jobs=[job("FSDP", 8), job("MoE", 8)])
     env.reset(seed=0)
     env.step(env.action_for(0, [0, 1]))
     _, _, _, _, info = env.step(env.action_for(1, [0, 1]))
-    assert info["cs"][0] == pytest.approx(equal_cs("FSDP", 8, 2)) == pytest.approx(1.880, 1e-3)
-    assert info["cs"][1] == pytest.approx(equal_cs("MoE", 8, 2)) == pytest.approx(1.932, 1e-3)
+    assert info["cs"]["0"] == pytest.approx(equal_cs("FSDP", 8, 2)) == pytest.approx(1.880, 1e-3)
+    assert info["cs"]["1"] == pytest.approx(equal_cs("MoE", 8, 2)) == pytest.approx(1.932, 1e-3)
     # Three jobs on the same ports: the partners' duty cycles add up (2-worker partners).
     env = ContentionEnv(jobs=[job("FSDP", 8), job("MoE", 2), job("LM", 2)])
     env.reset(seed=0)
@@ -274,7 +274,7 @@ def test_jobs_above_the_cs_threshold_are_preempted() -> None:
     _, _, _, _, info = env.step(env.action_for(1, [0, 1]))
     assert equal_cs("DLRM", 8, 2) > threshold > equal_cs("FSDP", 8, 2)
     assert info["preempted"] == [0]  # DLRM back in the queue, with its progress
-    assert info["running"] == 1 and info["cs"] == {1: pytest.approx(1.0)}
+    assert info["running"] == 1 and info["cs"] == {"1": pytest.approx(1.0)}
     assert 0 in env.core.candidates().tolist()
     assert env.core.sim.preemptions[0] == 1
 
