@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from envs.pod_env import PodSchedulingEnv
-from envs.schedulers import make_scheduler
+from envs.schedulers import PreemptionSettings, make_scheduler
 from envs.sim import JobStatus, Simulator
 
 
@@ -69,7 +69,10 @@ class HeuristicPodPolicy:
 
     def __init__(self, env: PodSchedulingEnv, name: str, seed: int = 0) -> None:
         self.env = env
-        self.scheduler = make_scheduler(name, rng=np.random.default_rng(seed))
+        # The agents place and forward tasks; they cannot preempt, so neither does the plan.
+        self.scheduler = make_scheduler(
+            name, rng=np.random.default_rng(seed), preemption=PreemptionSettings(enabled=False)
+        )
         self._planned_round: tuple[int, int] | None = None
         self._proxy: _PlanningSimulator | None = None
         self.plan: dict[int, np.ndarray] = {}

@@ -13,11 +13,13 @@ orderings ``fifo, sjf, srtf, las, drf, sif, dsif, saf, lrf, spf, random`` and th
 placements ``packing, tetris, load-balancing, lif, depth-first, breadth-first, locality,
 random`` (:func:`scheduler_names`). Modules: ``base`` (the :class:`Ordering` and
 :class:`Placement` interfaces), ``scheduler`` (:class:`Scheduler`: the walk over the
-queue, backfilling, DSIF's delays), ``orderings``, ``packing`` (002), ``per_task`` (Tetris,
-load balancing, least interference, random), ``nodes`` (004's depth- and breadth-first),
-``locality`` (lowest common switch), ``view`` (the tentative :class:`ClusterView`),
-``tentative``/``capacity``/``tasks`` (placement helpers), ``domains`` (locality levels of
-a topology), ``loads`` and ``estimate`` (001's interference inputs, SAF's oracle).
+queue, backfilling, DSIF's delays), ``orderings``, ``preemption`` (preemptive LAS and
+SRTF: who preempts whom, the guard against thrashing), ``packing`` (002), ``per_task``
+(Tetris, load balancing, least interference, random), ``nodes`` (004's depth- and
+breadth-first), ``locality`` (lowest common switch), ``view`` (the tentative
+:class:`ClusterView`), ``tentative``/``capacity``/``tasks`` (placement helpers),
+``domains`` (locality levels of a topology), ``loads`` and ``estimate`` (001's
+interference inputs, SAF's oracle).
 """
 
 from envs.schedulers.base import Ordering, Placement
@@ -39,6 +41,7 @@ from envs.schedulers.orderings import (
 )
 from envs.schedulers.packing import Packing
 from envs.schedulers.per_task import LeastInterference, LoadBalancing, RandomPlacement, Tetris
+from envs.schedulers.preemption import PreemptionSettings
 from envs.schedulers.registry import SchedulerNames, make_scheduler, scheduler_names
 from envs.schedulers.scheduler import Scheduler
 from envs.schedulers.view import ClusterView
@@ -59,6 +62,7 @@ __all__ = [
     "Ordering",
     "Packing",
     "Placement",
+    "PreemptionSettings",
     "RandomOrder",
     "RandomPlacement",
     "Scheduler",

@@ -26,10 +26,27 @@ class Ordering(ABC):
     decision (DRF's user shares), so the scheduler re-ranks the rest of the queue after
     every placement. ``max_delays``: how many decisions a job may be held back because
     its placement would not get its best locality (002's DSIF); 0 = never.
+
+    ``preemptive``: a waiting job may preempt running jobs it outranks (see
+    :mod:`.preemption`); ranks then come from :meth:`priority_keys`, which rank running
+    and waiting jobs alike, and a job is not preempted before it ran ``min_run_s``
+    seconds since it (re)started.
     """
 
     name: ClassVar[str]
     max_delays: ClassVar[int] = 0
+    preemptive: bool = False
+    min_run_s: float = 0.0
+
+    def priority_keys(self, sim: Simulator, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Sort keys (primary first, smaller first) of ``jobs``, running or waiting, now;
+        ties go by arrival, then index (:func:`by_key`). Preemptive orderings define it."""
+        raise NotImplementedError(f"{type(self).__name__} does not rank running jobs")
+
+    def next_priority_change(self, sim: Simulator, running: np.ndarray) -> float:
+        """The earliest time after now at which a running job's priority key gets worse
+        by itself (a LAS demotion), or inf: the scheduler asks for a decision then."""
+        return float("inf")
 
     def is_dynamic(self, sim: Simulator) -> bool:
         """Whether ranks change as jobs are placed within one decision (default: no)."""

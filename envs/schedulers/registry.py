@@ -25,21 +25,34 @@ from envs.schedulers.orderings import (
 )
 from envs.schedulers.packing import Packing
 from envs.schedulers.per_task import LeastInterference, LoadBalancing, RandomPlacement, Tetris
+from envs.schedulers.preemption import PreemptionSettings
 from envs.schedulers.scheduler import Scheduler
 
-# Each factory gets the scheduler's generator and its placement (SAF's oracle needs it).
-ORDERINGS: dict[str, Callable[[np.random.Generator, Placement], Ordering]] = {
-    "fifo": lambda rng, placement: FirstInFirstOut(),
-    "sjf": lambda rng, placement: ShortestJobFirst(),
-    "srtf": lambda rng, placement: ShortestRemainingTimeFirst(),
-    "las": lambda rng, placement: LeastAttainedService(),
-    "drf": lambda rng, placement: DominantResourceFairness(),
-    "sif": lambda rng, placement: ShortestIdealTime(),
-    "dsif": lambda rng, placement: DelayedShortestIdealTime(),
-    "saf": lambda rng, placement: ShortestActualTime(placement),
-    "lrf": lambda rng, placement: LeastResourceFirst(),
-    "spf": lambda rng, placement: SmallestProductFirst(),
-    "random": lambda rng, placement: RandomOrder(rng),
+
+def _las(settings: PreemptionSettings) -> Ordering:
+    return LeastAttainedService(
+        settings.las_thresholds_gpu_s, preemptive=settings.enabled, min_run_s=settings.min_run_s
+    )
+
+
+def _srtf(settings: PreemptionSettings) -> Ordering:
+    return ShortestRemainingTimeFirst(preemptive=settings.enabled, min_run_s=settings.min_run_s)
+
+
+# Each factory gets the scheduler's generator, its placement (SAF's oracle needs it) and
+# the preemption settings (for the preemptive orderings, las and srtf).
+ORDERINGS: dict[str, Callable[[np.random.Generator, Placement, PreemptionSettings], Ordering]] = {
+    "fifo": lambda rng, placement, preemption: FirstInFirstOut(),
+    "sjf": lambda rng, placement, preemption: ShortestJobFirst(),
+    "srtf": lambda rng, placement, preemption: _srtf(preemption),
+    "las": lambda rng, placement, preemption: _las(preemption),
+    "drf": lambda rng, placement, preemption: DominantResourceFairness(),
+    "sif": lambda rng, placement, preemption: ShortestIdealTime(),
+    "dsif": lambda rng, placement, preemption: DelayedShortestIdealTime(),
+    "saf": lambda rng, placement, preemption: ShortestActualTime(placement),
+    "lrf": lambda rng, placement, preemption: LeastResourceFirst(),
+    "spf": lambda rng, placement, preemption: SmallestProductFirst(),
+    "random": lambda rng, placement, preemption: RandomOrder(rng),
 }
 
 PLACEMENTS: dict[str, Callable[[np.random.Generator], Placement]] = {
@@ -71,15 +84,26 @@ def scheduler_names() -> SchedulerNames:
 
 
 def make_scheduler(
-    name: str, rng: np.random.Generator | int | None = None, *, backfill: bool = True
+    name: str,
+    rng: np.random.Generator | int | None = None,
+    *,
+    backfill: bool = True,
+    preemption: PreemptionSettings | None = None,
 ) -> Scheduler:
     """The scheduler ``ordering+placement``, e.g. ``"fifo+packing"``, ``"las+lif"``.
 
     ``rng`` drives the random ordering and placement: a Generator (used as is, so
     consecutive runs continue its stream), a seed, or None for seed 0. Build a new
-    scheduler per run to repeat a run exactly. Raises ValueError for an unknown name,
-    listing the known orderings and placements.
+    scheduler per run to repeat a run exactly. ``las`` (Tiresias' discretized LAS) and
+    ``srtf`` preempt as ``preemption`` says (default :class:`PreemptionSettings`: on,
+    5-minute minimum run, LAS queues split at one GPU-hour); the other orderings never
+    preempt. Raises ValueError for an unknown name, listing the known orderings and
+    placements.
     """
+    if preemption is None:
+        preemption = PreemptionSettings()
+    elif not isinstance(preemption, PreemptionSettings):
+        raise TypeError(f"preemption must be a PreemptionSettings, got {type(preemption).__name__}")
     if not isinstance(name, str):
         raise TypeError(f"scheduler name must be a string like 'fifo+packing', got {name!r}")
     ordering_name, plus, placement_name = name.strip().partition("+")
@@ -99,5 +123,5 @@ def make_scheduler(
         )
     generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng or 0)
     placement = PLACEMENTS[placement_name](generator)
-    ordering = ORDERINGS[ordering_name](generator, placement)
+    ordering = ORDERINGS[ordering_name](generator, placement, preemption)
     return Scheduler(ordering, placement, backfill=backfill)

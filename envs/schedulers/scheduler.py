@@ -52,6 +52,7 @@ from envs.schedulers.base import Ordering, Placement, static_rank
 from envs.schedulers.domains import locality_levels
 from envs.schedulers.locality import best_level
 from envs.schedulers.orderings import total_cpus, total_gpus
+from envs.schedulers.preemption import Preemptor
 from envs.schedulers.tasks import CORE_TOLERANCE
 from envs.schedulers.view import ClusterView
 from envs.sim import JobStatus, Simulator
@@ -78,6 +79,7 @@ class Scheduler:
         self._shape_demand = _ShapeDemand.of(np.zeros((0, 6)))
         self._rank: np.ndarray | None = None
         self._by_rank: np.ndarray | None = None
+        self._preemptor: Preemptor | None = None
         self._best_level: dict[int, int] = {}
         self._settled = np.zeros(0, dtype=bool)
         self._last_free: tuple[np.ndarray, np.ndarray] | None = None
@@ -94,8 +96,21 @@ class Scheduler:
     def schedule(self, sim: Simulator) -> None:
         """Place what the ordering and placement allow now (see the module docstring)."""
         self._bind(sim)
-        waiting = sim.waiting_jobs()
         view = ClusterView(sim, job_keys=self._keys)
+        if self._preemptor is not None:
+            self._preemptor.run(
+                sim,
+                view,
+                lambda job, groups: self._start(sim, view, job, groups),
+                not self.backfill,
+            )
+        self._walk_queue(sim, view)
+        if self._preemptor is not None:
+            self._preemptor.request_wake_up(sim)
+
+    def _walk_queue(self, sim: Simulator, view: ClusterView) -> None:
+        """The walk over the waiting jobs (after any preemptions)."""
+        waiting = sim.waiting_jobs()
         if not self.backfill:
             if len(waiting):
                 self._walk_strict(sim, view, self._order(sim, waiting, view))
@@ -200,6 +215,8 @@ class Scheduler:
         sim.place(job, groups)
         view.claim(job, groups)
         self.delays.pop(job, None)
+        if self._preemptor is not None:
+            self._preemptor.started_at[job] = sim.now
 
     def _hold(self, sim: Simulator, job: int, groups: np.ndarray) -> bool:
         """Whether to hold ``job`` back this decision (and count it) for better locality."""
@@ -236,6 +253,8 @@ class Scheduler:
             & (totals[:, 0] <= view.total_free_gpus)
             & (totals[:, 1] <= view.total_free_cores + CORE_TOLERANCE)
         )
+        if not mask.any():  # a full cluster: the usual case on long queues
+            return mask
         has_ps = demand.ps_kind >= 0
         present = np.bincount(demand.worker_kind[mask], minlength=len(self._kinds))
         present += np.bincount(demand.ps_kind[mask & has_ps], minlength=len(self._kinds))
@@ -282,6 +301,11 @@ class Scheduler:
         shapes, shape_of = np.unique(demand_rows, axis=0, return_inverse=True)
         self._shape = shape_of.reshape(-1).astype(np.int64)
         self._shape_demand = _ShapeDemand.of(shapes)
+        self._preemptor = (
+            Preemptor(self.ordering, self.placement, sim.num_jobs)
+            if self.ordering.preemptive
+            else None
+        )
         keys = self.ordering.static_keys(sim)
         self._rank, self._by_rank = (None, None) if keys is None else static_rank(sim, keys)
         shape = [

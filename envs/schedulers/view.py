@@ -32,7 +32,8 @@ class ClusterView:
     """Free resources of ``sim`` as a scheduler sees them while it decides.
 
     ``free_gpus[G]`` and ``free_cores[C]`` are private copies; ``claims`` lists the
-    ``(job, task_groups)`` claimed in this decision. ``job_keys[J]`` (optional) gives each
+    ``(job, task_groups)`` claimed in this decision, ``released`` the running jobs whose
+    resources were given back (preemptions). ``job_keys[J]`` (optional) gives each
     job a placement-memo key: jobs with equal keys must get equal placements from any
     deterministic placement (same tasks, same profile where it matters).
     """
@@ -43,6 +44,7 @@ class ClusterView:
         self.free_gpus = np.asarray(sim.free_gpus, dtype=np.int64).copy()
         self.free_cores = np.asarray(sim.free_cores, dtype=np.float64).copy()
         self.claims: list[tuple[int, np.ndarray]] = []
+        self.released: set[int] = set()
         self._job_keys = job_keys
         self._memo: dict[Hashable, np.ndarray | None] = {}
         self._kind_capacity: dict[tuple[int, float], int] = {}
@@ -84,8 +86,8 @@ class ClusterView:
         if self._loads is None:
             claimed = {job for job, _ in self.claims}
             # Claims may already run in the simulator (the scheduler places as it goes);
-            # count each job once, from the claim.
-            self._loads = InterferenceLoads.from_running(self.sim, skip=claimed)
+            # count each job once, from the claim. Released jobs count no more.
+            self._loads = InterferenceLoads.from_running(self.sim, skip=claimed | self.released)
             for job, groups in self.claims:
                 self._loads.add(job, groups)
         return self._loads
@@ -114,6 +116,31 @@ class ClusterView:
         self.claims.append((int(job), groups.copy()))
         if self._loads is not None:
             self._loads.add(job, groups)
+        self._changed()
+
+    def release(self, job: int) -> None:
+        """Give back the resources of running ``job``: a preemption planned or made."""
+        groups, _ = self.sim.job_placement(job)
+        workers = len(groups) - int(self.sim.num_ps[job])
+        gpus, cpus = self.sim.task_demands(job, workers)
+        np.add.at(self.free_gpus, groups, gpus)
+        np.add.at(self.free_cores, self.cluster.group_socket[groups], cpus)
+        self.released.add(int(job))
+        self._loads = None  # rebuilt without the job when next asked
+        self._changed()
+
+    def copy(self) -> ClusterView:
+        """An independent view of the same state, to plan on without touching this one."""
+        twin = ClusterView.__new__(ClusterView)
+        twin.sim, twin.cluster, twin._job_keys = self.sim, self.cluster, self._job_keys
+        twin.free_gpus, twin.free_cores = self.free_gpus.copy(), self.free_cores.copy()
+        twin.claims, twin.released = list(self.claims), set(self.released)
+        twin._memo, twin._kind_capacity, twin._loads = {}, {}, None
+        twin._refresh_totals()
+        return twin
+
+    def _changed(self) -> None:
+        """Forget what was derived from the free resources."""
         self._memo.clear()
         self._kind_capacity.clear()
         self._refresh_totals()

@@ -9,7 +9,7 @@ from pettingzoo.test import parallel_api_test, parallel_seed_test
 from envs import make_env
 from envs.pod.heuristic import HeuristicPodPolicy
 from envs.pod_env import PodSchedulingEnv
-from envs.schedulers import make_scheduler
+from envs.schedulers import PreemptionSettings, make_scheduler
 from envs.sim import JobStatus, SimulationResult, SimulatorConfig
 from envs.sim.runner import simulate
 
@@ -156,8 +156,10 @@ def test_heuristics_match_simulate_run(policy: str) -> None:
         _, _, _, _, infos = env.step(driver.actions())
         assert not any(info["illegal_action"] for info in infos.values())
     in_env = SimulationResult.from_simulator(env.sim, policy).metrics()
+    # The agents cannot preempt: compare with the scheduler that does not either.
+    scheduler = make_scheduler(policy, preemption=PreemptionSettings(enabled=False))
     direct = simulate(
-        env.cluster, env.workload, make_scheduler(policy), policy, SimulatorConfig(interval_s=1800)
+        env.cluster, env.workload, scheduler, policy, SimulatorConfig(interval_s=1800)
     ).metrics()
     assert in_env == direct
 

@@ -12,6 +12,7 @@ from envs.workload import make_workload
 
 CLUSTER = build_cluster("fat-tree", k=4)  # 16 Power8 servers, 64 GPUs
 NAMES = scheduler_names().combinations()
+PREEMPTIVE = ("las", "srtf")
 
 
 def workloads():
@@ -47,10 +48,12 @@ def test_every_scheduler_finishes_every_job_exactly_once(name, workload_name):
     workload = WORKLOADS[workload_name]
     sim, starts = run(name, workload)
     assert (sim.status == JobStatus.FINISHED).all()
-    # Heuristics never preempt: one start per job, one finish per job.
-    assert (starts == 1).all()
-    assert (sim.preemptions == 0).all()
+    # One start per job, plus one per preemption; only LAS and SRTF preempt.
+    assert (starts == 1 + sim.preemptions).all()
+    if name.split("+")[0] not in PREEMPTIVE:
+        assert (sim.preemptions == 0).all()
     assert np.isfinite(sim.finish_time).all()
+    assert np.array_equal(sim.work_done, sim.work_total)
     jct = sim.finish_time - workload.arrival_time
     assert (jct >= sim.ideal_duration * (1 - 1e-9)).all()
 

@@ -1,0 +1,240 @@
+"""Preemption for the preemptive orderings (Tiresias-style LAS, SRTF).
+
+At every decision the ordering ranks running and waiting jobs together by its priority
+keys (:meth:`~envs.schedulers.base.Ordering.priority_keys`), ties by arrival, then index.
+Before the usual walk, the waiting jobs that outrank some preemptible running job are
+taken in rank order:
+
+1. a job that fits the free resources is placed;
+2. otherwise its *victims* -- the preemptible running jobs ranked strictly after it --
+   are released on a scratch copy of the cluster view, lowest-ranked first, until the
+   placement can place the job; only the victims holding GPUs or cores that the
+   placement then uses are preempted (they go back to the queue with their progress,
+   and pay the simulator's restart cost when they resume), and the job is placed there;
+3. when even all its victims are not enough, the jobs of the same demand shape behind
+   it are not tried again in this decision (they have fewer victims).
+
+With ``backfill=False`` the pass stops at the first job that neither fits nor can
+preempt. The scheduler's usual walk then places what else fits.
+
+**Against thrashing.** A running job is preemptible only after it ran ``min_run_s``
+seconds since it (re)started; jobs started in the same decision never are. Discretized
+LAS only demotes a job when it crosses a threshold, and SRTF's running jobs only get
+better, so preemptions come from arrivals and demotions, not from jobs overtaking each
+other back and forth.
+
+**Wake-ups.** Priorities also change while nothing happens: a running LAS job crosses
+a threshold, a guarded job's minimum run ends. In event mode the scheduler asks the
+simulator for a decision at the earliest such time while a waiting job could then
+preempt (:meth:`~envs.sim.Simulator.request_decision`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from envs.schedulers.base import Ordering, Placement
+from envs.schedulers.tasks import JobTasks
+from envs.schedulers.view import ClusterView
+from envs.sim import Simulator
+
+DEFAULT_MIN_RUN_S = 300.0
+"""Default guard: five minutes of running before a job may be preempted (our choice)."""
+
+DEFAULT_LAS_THRESHOLDS_GPU_S = (3600.0,)
+"""Default discretized LAS: two queues, split at one GPU-hour of attained service."""
+
+_TIME_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class PreemptionSettings:
+    """How the registry's preemptive orderings (``las``, ``srtf``) preempt.
+
+    ``enabled``: False keeps both orderings but never preempts. ``min_run_s``: seconds a
+    job runs after (re)starting before it may be preempted. ``las_thresholds_gpu_s``:
+    attained GPU-seconds that separate LAS's queues (one threshold: two queues).
+    """
+
+    enabled: bool = True
+    min_run_s: float = DEFAULT_MIN_RUN_S
+    las_thresholds_gpu_s: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS_GPU_S
+
+
+class Preemptor:
+    """The preemption pass of one scheduler over one simulation (see the module doc).
+
+    ``start(job, groups)`` is the scheduler's own way to start a job (it claims the view
+    and books the start time); ``started_at[job]`` is when each job last started (-inf
+    for jobs this scheduler did not start: they are preemptible).
+    """
+
+    def __init__(self, ordering: Ordering, placement: Placement, num_jobs: int) -> None:
+        self.ordering = ordering
+        self.placement = placement
+        self.started_at = np.full(num_jobs, -np.inf)
+
+    def run(
+        self,
+        sim: Simulator,
+        view: ClusterView,
+        start: Callable[[int, np.ndarray], None],
+        strict: bool,
+    ) -> bool:
+        """Place and preempt for the waiting jobs that outrank a preemptible running job.
+
+        Returns whether anything was preempted.
+        """
+        waiting = sim.waiting_jobs()
+        victims = self._preemptible(sim)
+        if not len(waiting) or not len(victims):
+            return False
+        ranked = _Ranked(sim, self.ordering, np.concatenate([waiting, victims]))
+        # Victims worst first; a waiting job's victims are the prefix ranked after it.
+        victims = ranked.sort(victims)[::-1]
+        # Distinct jobs never tie: a job not ranked after the worst victim outranks it.
+        candidates = ranked.sort(waiting[~ranked.after(waiting, victims[0])])
+        preempted = False
+        failed_shapes: set[tuple] = set()
+        for job in candidates.tolist():
+            if not len(victims) or not ranked.after(victims[:1], job)[0]:
+                break  # no preemptible job is ranked after this one, nor after the rest
+            groups = view.place(self.placement, job)
+            if groups is not None:
+                start(job, groups)
+                continue
+            shape = _shape(sim, job)
+            plan = None
+            if shape not in failed_shapes:
+                mine = victims[ranked.after(victims, job)]
+                plan = self._plan(sim, view, job, mine)
+            if plan is None:
+                failed_shapes.add(shape)
+                if strict:
+                    break
+                continue
+            chosen, groups = plan
+            for victim in chosen.tolist():
+                view.release(victim)  # reads the placement: before the simulator drops it
+                sim.preempt(victim)
+            victims = victims[~np.isin(victims, chosen)]
+            start(job, groups)
+            preempted = True
+        return preempted
+
+    def request_wake_up(self, sim: Simulator) -> None:
+        """Ask for a decision when a waiting job may next preempt (event mode only)."""
+        if sim.config.interval_s is not None:
+            return
+        waiting, running = sim.waiting_jobs(), sim.running_jobs()
+        if not len(waiting) or not len(running):
+            return
+        ranked = _Ranked(sim, self.ordering, np.concatenate([waiting, running]))
+        best = ranked.sort(waiting)[0]
+        outranked = running[ranked.after(running, best)]
+        times = [self.ordering.next_priority_change(sim, running)]
+        guarded_until = self.started_at[outranked] + self.ordering.min_run_s
+        guarded_until = guarded_until[guarded_until > sim.now]
+        if len(guarded_until):
+            times.append(float(guarded_until.min()))
+        wake = min(times)
+        if np.isfinite(wake) and wake > sim.now:
+            sim.request_decision(wake)
+
+    # ------------------------------------------------------------------ internals
+    def _preemptible(self, sim: Simulator) -> np.ndarray:
+        """Running jobs past their minimum run, not started in this decision."""
+        running = sim.running_jobs()
+        started = self.started_at[running]
+        tolerance = _TIME_TOLERANCE * max(1.0, abs(sim.now))
+        ran = sim.now - started
+        return running[(started < sim.now) & (ran >= self.ordering.min_run_s - tolerance)]
+
+    def _plan(
+        self, sim: Simulator, view: ClusterView, job: int, victims: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(victims to preempt, task groups)`` that let ``job`` start, or None."""
+        scratch = view.copy()
+        tasks = JobTasks.of(sim, job)
+        released: list[int] = []
+        groups = None
+        for victim in victims.tolist():
+            scratch.release(victim)
+            released.append(victim)
+            # The vectorized necessary test first: placements cost more.
+            if scratch.could_hold(tasks):
+                groups = scratch.place(self.placement, job)
+                if groups is not None:
+                    break
+        if groups is None:
+            return None
+        # Keep running the victims whose GPUs and cores the placement leaves alone.
+        needed = np.array([v for v in released if _overlaps(sim, v, groups)], dtype=np.int64)
+        if len(needed) < len(released):
+            trial = view.copy()
+            for victim in needed.tolist():
+                trial.release(victim)
+            fewer = trial.place(self.placement, job)
+            if fewer is not None:
+                return needed, fewer
+        return np.array(released, dtype=np.int64), groups
+
+
+class _Ranked:
+    """Running and waiting jobs ranked together by an ordering's priority keys."""
+
+    def __init__(self, sim: Simulator, ordering: Ordering, jobs: np.ndarray) -> None:
+        keys = ordering.priority_keys(sim, jobs)
+        arrival = np.asarray(sim.workload.arrival_time)[jobs]
+        # Keys in comparison order: the priority keys, then arrival, then index.
+        self._columns = [np.asarray(key, dtype=np.float64) for key in keys]
+        self._columns += [arrival, jobs.astype(np.float64)]
+        self._by_job = np.argsort(jobs)
+        self._sorted_jobs = jobs[self._by_job]
+
+    def _rows(self, jobs: np.ndarray) -> np.ndarray:
+        return self._by_job[np.searchsorted(self._sorted_jobs, jobs)]
+
+    def _keys(self, jobs: np.ndarray) -> list[np.ndarray]:
+        rows = self._rows(jobs)
+        return [column[rows] for column in self._columns]
+
+    def sort(self, jobs: np.ndarray) -> np.ndarray:
+        """``jobs`` best first."""
+        return jobs[np.lexsort(self._keys(jobs)[::-1])]
+
+    def after(self, jobs: np.ndarray, reference: int) -> np.ndarray:
+        """Boolean per job of ``jobs``: ranked strictly after ``reference``."""
+        jobs = np.asarray(jobs, dtype=np.int64)
+        later = np.zeros(len(jobs), dtype=bool)
+        undecided = np.ones(len(jobs), dtype=bool)
+        row = int(self._rows(np.array([reference]))[0])
+        for values, column in zip(self._keys(jobs), self._columns, strict=True):
+            mine = column[row]
+            later |= undecided & (values > mine)
+            undecided &= values == mine
+        return later
+
+
+def _shape(sim: Simulator, job: int) -> tuple:
+    """What a placement's success depends on, besides the view: the job's tasks."""
+    return (
+        int(sim.num_workers[job]),
+        int(sim.worker_gpus[job]),
+        float(sim.worker_cpus[job]),
+        int(sim.num_ps[job]),
+        int(sim.ps_gpus[job]),
+        float(sim.ps_cpus[job]),
+    )
+
+
+def _overlaps(sim: Simulator, victim: int, groups: np.ndarray) -> bool:
+    """Whether running ``victim`` holds GPUs of ``groups`` or cores of their sockets."""
+    victim_groups, _ = sim.job_placement(victim)
+    cluster = sim.cluster
+    if np.isin(victim_groups, groups).any():
+        return True
+    return bool(np.isin(cluster.group_socket[victim_groups], cluster.group_socket[groups]).any())
