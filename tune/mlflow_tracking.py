@@ -33,7 +33,18 @@ TRAINING_METRICS = {
     "timers/env_runner_sampling_timer": "sampling_s",
     "timers/learner_update_timer": "learning_s",
 }
-LEARNER_METRICS = ("policy_loss", "vf_loss", "entropy", "mean_kl_loss", "total_loss")
+# Per-module learner statistics: PPO/APPO's losses, entropy and KL; DQN's Q loss, mean TD
+# error and Q values. An algorithm logs the ones it reports.
+LEARNER_METRICS = (
+    "policy_loss",
+    "vf_loss",
+    "entropy",
+    "mean_kl_loss",
+    "total_loss",
+    "qf_loss",
+    "td_error_mean",
+    "qf_mean",
+)
 
 
 def resolve_tracking_uri(experiment: ExperimentConfig) -> str:
