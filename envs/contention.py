@@ -93,7 +93,7 @@ from gymnasium import spaces
 from envs.contention_config import BRANCHES, ContentionConfig
 from envs.contention_core import ContentionCore
 from envs.contention_jobs import generate_job_set, parse_jobs
-from envs.env_config import parse_discrete_action, resolve_config
+from envs.env_config import checked_render_mode, parse_discrete_action, resolve_config
 from envs.workload import Workload
 
 __all__ = ["BRANCHES", "ENV_ID", "ContentionConfig", "ContentionEnv"]
@@ -121,11 +121,9 @@ class ContentionEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
         **params: Any,
     ) -> None:
         self.config = resolve_config(ContentionConfig, config, "contention", **params)
-        if render_mode is not None:
-            raise ValueError(
-                f"ContentionEnv has no render modes; render_mode must be None, got {render_mode!r}"
-            )
-        self.render_mode = render_mode
+        self.render_mode = checked_render_mode(
+            "ContentionEnv", render_mode, self.metadata["render_modes"]
+        )
         self.core = ContentionCore(self.config)
         self._jobs: Workload | None = (
             None if jobs is None else parse_jobs(jobs, self.config, self.core.cluster)

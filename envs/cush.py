@@ -95,7 +95,7 @@ from envs.cush_baselines import baseline_action
 from envs.cush_config import ALLOCATION_POLICIES, JOB_TYPES, CuSHConfig
 from envs.cush_core import CuSHCore
 from envs.cush_jobs import JobSet, generate_job_set, parse_jobs
-from envs.env_config import resolve_config
+from envs.env_config import checked_render_mode, resolve_config
 
 __all__ = ["ENV_ID", "CuSHConfig", "CuSHEnv"]
 
@@ -136,11 +136,9 @@ class CuSHEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
         **params: Any,
     ) -> None:
         self.config = resolve_config(CuSHConfig, config, "CuSH", **params)
-        if render_mode is not None:
-            raise ValueError(
-                f"CuSHEnv has no render modes; render_mode must be None, got {render_mode!r}"
-            )
-        self.render_mode = render_mode
+        self.render_mode = checked_render_mode(
+            "CuSHEnv", render_mode, self.metadata["render_modes"]
+        )
         self._jobs: JobSet | None = None if jobs is None else parse_jobs(jobs, self.config)
         queue = self.config.queue_size
         self.action_space = spaces.MultiDiscrete([queue + 1, len(ALLOCATION_POLICIES)])

@@ -90,7 +90,7 @@ from envs.deeprm_core import (
     get_policy,
     parse_jobs,
 )
-from envs.env_config import resolve_config
+from envs.env_config import checked_render_mode, resolve_config
 
 __all__ = ["ENV_ID", "DeepRMConfig", "DeepRMEnv"]
 
@@ -127,12 +127,9 @@ class DeepRMEnv(gymnasium.Env[np.ndarray, np.int64]):
         **params: Any,
     ) -> None:
         self.config = resolve_config(DeepRMConfig, config, "DeepRM", **params)
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode must be None or one of {self.metadata['render_modes']}, "
-                f"got {render_mode!r}"
-            )
-        self.render_mode = render_mode
+        self.render_mode = checked_render_mode(
+            "DeepRMEnv", render_mode, self.metadata["render_modes"]
+        )
         self._jobs: JobSequence | None = None if jobs is None else parse_jobs(jobs, self.config)
         self.action_space = spaces.Discrete(self.config.num_nw + 1)
         if self.config.observation == "image":

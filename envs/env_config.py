@@ -59,3 +59,14 @@ def parse_discrete_action(action: object, num_actions: int, last_means: str) -> 
     if not 0 <= choice < num_actions:
         raise ValueError(f"action must be in [0, {num_actions - 1}] ({last_means}), got {choice}")
     return choice
+
+
+def checked_render_mode(env_class: str, render_mode: str | None, allowed: list[str]) -> str | None:
+    """``render_mode`` if ``None`` or one of ``allowed`` (the env's metadata), else raise."""
+    if render_mode is None or render_mode in allowed:
+        return render_mode
+    if not allowed:
+        raise ValueError(
+            f"{env_class} has no render modes; render_mode must be None, got {render_mode!r}"
+        )
+    raise ValueError(f"render_mode must be None or one of {allowed}, got {render_mode!r}")

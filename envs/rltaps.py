@@ -81,7 +81,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from envs.env_config import resolve_config
+from envs.env_config import checked_render_mode, resolve_config
 from envs.rltaps_config import RLTapsConfig
 from envs.rltaps_core import RLTapsCore
 from envs.rltaps_jobs import JobSet, generate_jobs, parse_jobs
@@ -122,11 +122,9 @@ class RLTapsEnv(gymnasium.Env[np.ndarray, np.ndarray]):
         **params: Any,
     ) -> None:
         self.config = resolve_config(RLTapsConfig, config, "RL-TAPS", **params)
-        if render_mode is not None:
-            raise ValueError(
-                f"RLTapsEnv has no render modes; render_mode must be None, got {render_mode!r}"
-            )
-        self.render_mode = render_mode
+        self.render_mode = checked_render_mode(
+            "RLTapsEnv", render_mode, self.metadata["render_modes"]
+        )
         self._jobs: JobSet | None = None if jobs is None else parse_jobs(jobs, self.config)
         config = self.config
         self.action_space = spaces.MultiDiscrete([config.choices_per_gpu] * config.total_gpus)

@@ -84,7 +84,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from envs.env_config import parse_discrete_action, resolve_config
+from envs.env_config import checked_render_mode, parse_discrete_action, resolve_config
 from envs.sced2_baselines import window_choice
 from envs.sced2_config import Sced2Config
 from envs.sced2_core import Sced2Core
@@ -118,11 +118,9 @@ class Sced2Env(gymnasium.Env[dict[str, np.ndarray], np.int64]):
         **params: Any,
     ) -> None:
         self.config = resolve_config(Sced2Config, config, "SCED2", **params)
-        if render_mode is not None:
-            raise ValueError(
-                f"Sced2Env has no render modes; render_mode must be None, got {render_mode!r}"
-            )
-        self.render_mode = render_mode
+        self.render_mode = checked_render_mode(
+            "Sced2Env", render_mode, self.metadata["render_modes"]
+        )
         self._jobs: Workload | None = None if jobs is None else parse_jobs(jobs, self.config)
         self.action_space = spaces.Discrete(self.config.num_actions)
         self.observation_space = spaces.Dict(
