@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from envs.schedulers.base import Ordering, Placement
-from envs.schedulers.tasks import JobTasks
+from envs.schedulers.tasks import CORE_TOLERANCE, JobTasks
 from envs.schedulers.view import ClusterView
 from envs.sim import Simulator
 
@@ -67,15 +67,17 @@ class PreemptionSettings:
 class Preemptor:
     """The preemption pass of one scheduler over one simulation (see the module doc).
 
-    ``start(job, groups)`` is the scheduler's own way to start a job (it claims the view
-    and books the start time); ``started_at[job]`` is when each job last started (-inf
-    for jobs this scheduler did not start: they are preemptible).
+    ``shape_of[job]``: an id equal for jobs whose tasks are alike (a placement answers
+    them alike). ``start(job, groups)`` is the scheduler's own way to start a job (it
+    claims the view and books the start time); ``started_at[job]`` is when each job last
+    started (-inf for jobs this scheduler did not start: they are preemptible).
     """
 
-    def __init__(self, ordering: Ordering, placement: Placement, num_jobs: int) -> None:
+    def __init__(self, ordering: Ordering, placement: Placement, shape_of: np.ndarray) -> None:
         self.ordering = ordering
         self.placement = placement
-        self.started_at = np.full(num_jobs, -np.inf)
+        self.shape_of = shape_of
+        self.started_at = np.full(len(shape_of), -np.inf)
 
     def run(
         self,
@@ -92,37 +94,45 @@ class Preemptor:
         victims = self._preemptible(sim)
         if not len(waiting) or not len(victims):
             return False
-        ranked = _Ranked(sim, self.ordering, np.concatenate([waiting, victims]))
-        # Victims worst first; a waiting job's victims are the prefix ranked after it.
-        victims = ranked.sort(victims)[::-1]
-        # Distinct jobs never tie: a job not ranked after the worst victim outranks it.
-        candidates = ranked.sort(waiting[~ranked.after(waiting, victims[0])])
+        rank = joint_ranks(sim, self.ordering, np.concatenate([waiting, victims]))
+        waiting_rank, victim_rank = rank[: len(waiting)], rank[len(waiting) :]
+        # Victims worst first: a waiting job's victims are the prefix ranked after it.
+        worst_first = np.argsort(-victim_rank)
+        victims, victim_rank = victims[worst_first], victim_rank[worst_first]
+        outranks = np.flatnonzero(waiting_rank < victim_rank[0])
+        best_first = outranks[np.argsort(waiting_rank[outranks])]
+        candidates, candidate_rank = waiting[best_first], waiting_rank[best_first]
+        shapes = self.shape_of[candidates]
+        alive = np.ones(len(candidates), dtype=bool)
         preempted = False
-        failed_shapes: set[tuple] = set()
-        for job in candidates.tolist():
-            if not len(victims) or not ranked.after(victims[:1], job)[0]:
+        position = 0
+        while len(victims):
+            ahead = alive[position:]
+            if not ahead.any():
+                break
+            position += int(np.argmax(ahead))
+            job, job_rank = int(candidates[position]), int(candidate_rank[position])
+            if victim_rank[0] < job_rank:
                 break  # no preemptible job is ranked after this one, nor after the rest
             groups = view.place(self.placement, job)
-            if groups is not None:
-                start(job, groups)
-                continue
-            shape = _shape(sim, job)
-            plan = None
-            if shape not in failed_shapes:
-                mine = victims[ranked.after(victims, job)]
-                plan = self._plan(sim, view, job, mine)
-            if plan is None:
-                failed_shapes.add(shape)
-                if strict:
-                    break
-                continue
-            chosen, groups = plan
-            for victim in chosen.tolist():
-                view.release(victim)  # reads the placement: before the simulator drops it
-                sim.preempt(victim)
-            victims = victims[~np.isin(victims, chosen)]
+            if groups is None:
+                plan = self._plan(sim, view, job, victims[victim_rank > job_rank])
+                if plan is None:
+                    if strict:
+                        break
+                    # Jobs alike behind it have fewer victims: they fail too.
+                    alive[position:] &= shapes[position:] != shapes[position]
+                    position += 1
+                    continue
+                chosen, groups = plan
+                for victim in chosen.tolist():
+                    view.release(victim)  # reads the placement: before the simulator drops it
+                    sim.preempt(victim)
+                kept = ~np.isin(victims, chosen)
+                victims, victim_rank = victims[kept], victim_rank[kept]
+                preempted = True
             start(job, groups)
-            preempted = True
+            position += 1
         return preempted
 
     def request_wake_up(self, sim: Simulator) -> None:
@@ -132,9 +142,8 @@ class Preemptor:
         waiting, running = sim.waiting_jobs(), sim.running_jobs()
         if not len(waiting) or not len(running):
             return
-        ranked = _Ranked(sim, self.ordering, np.concatenate([waiting, running]))
-        best = ranked.sort(waiting)[0]
-        outranked = running[ranked.after(running, best)]
+        rank = joint_ranks(sim, self.ordering, np.concatenate([waiting, running]))
+        outranked = running[rank[len(waiting) :] > rank[: len(waiting)].min()]
         times = [self.ordering.next_priority_change(sim, running)]
         guarded_until = self.started_at[outranked] + self.ordering.min_run_s
         guarded_until = guarded_until[guarded_until > sim.now]
@@ -157,8 +166,16 @@ class Preemptor:
         self, sim: Simulator, view: ClusterView, job: int, victims: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """``(victims to preempt, task groups)`` that let ``job`` start, or None."""
-        scratch = view.copy()
         tasks = JobTasks.of(sim, job)
+        # Not even all the victims' GPUs and cores together: no need to try.
+        workers = sim.running_workers[victims]
+        cores = workers * sim.worker_cpus[victims] + sim.num_ps[victims] * sim.ps_cpus[victims]
+        if (
+            tasks.total_gpus > view.total_free_gpus + int(sim.running_gpus[victims].sum())
+            or tasks.total_cpus > view.total_free_cores + float(cores.sum()) + CORE_TOLERANCE
+        ):
+            return None
+        scratch = view.copy()
         released: list[int] = []
         groups = None
         for victim in victims.tolist():
@@ -183,52 +200,15 @@ class Preemptor:
         return np.array(released, dtype=np.int64), groups
 
 
-class _Ranked:
-    """Running and waiting jobs ranked together by an ordering's priority keys."""
-
-    def __init__(self, sim: Simulator, ordering: Ordering, jobs: np.ndarray) -> None:
-        keys = ordering.priority_keys(sim, jobs)
-        arrival = np.asarray(sim.workload.arrival_time)[jobs]
-        # Keys in comparison order: the priority keys, then arrival, then index.
-        self._columns = [np.asarray(key, dtype=np.float64) for key in keys]
-        self._columns += [arrival, jobs.astype(np.float64)]
-        self._by_job = np.argsort(jobs)
-        self._sorted_jobs = jobs[self._by_job]
-
-    def _rows(self, jobs: np.ndarray) -> np.ndarray:
-        return self._by_job[np.searchsorted(self._sorted_jobs, jobs)]
-
-    def _keys(self, jobs: np.ndarray) -> list[np.ndarray]:
-        rows = self._rows(jobs)
-        return [column[rows] for column in self._columns]
-
-    def sort(self, jobs: np.ndarray) -> np.ndarray:
-        """``jobs`` best first."""
-        return jobs[np.lexsort(self._keys(jobs)[::-1])]
-
-    def after(self, jobs: np.ndarray, reference: int) -> np.ndarray:
-        """Boolean per job of ``jobs``: ranked strictly after ``reference``."""
-        jobs = np.asarray(jobs, dtype=np.int64)
-        later = np.zeros(len(jobs), dtype=bool)
-        undecided = np.ones(len(jobs), dtype=bool)
-        row = int(self._rows(np.array([reference]))[0])
-        for values, column in zip(self._keys(jobs), self._columns, strict=True):
-            mine = column[row]
-            later |= undecided & (values > mine)
-            undecided &= values == mine
-        return later
-
-
-def _shape(sim: Simulator, job: int) -> tuple:
-    """What a placement's success depends on, besides the view: the job's tasks."""
-    return (
-        int(sim.num_workers[job]),
-        int(sim.worker_gpus[job]),
-        float(sim.worker_cpus[job]),
-        int(sim.num_ps[job]),
-        int(sim.ps_gpus[job]),
-        float(sim.ps_cpus[job]),
-    )
+def joint_ranks(sim: Simulator, ordering: Ordering, jobs: np.ndarray) -> np.ndarray:
+    """Position of each of ``jobs`` (distinct; running or waiting) in the ordering's
+    priority order, 0 first: by its priority keys, then arrival, then index."""
+    keys = [np.asarray(key) for key in ordering.priority_keys(sim, jobs)]
+    arrival = np.asarray(sim.workload.arrival_time)[jobs]
+    order = np.lexsort((jobs, arrival, *reversed(keys)))  # the last key sorts first
+    rank = np.empty(len(jobs), dtype=np.int64)
+    rank[order] = np.arange(len(jobs))
+    return rank
 
 
 def _overlaps(sim: Simulator, victim: int, groups: np.ndarray) -> bool:

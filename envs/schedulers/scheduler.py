@@ -302,7 +302,7 @@ class Scheduler:
         self._shape = shape_of.reshape(-1).astype(np.int64)
         self._shape_demand = _ShapeDemand.of(shapes)
         self._preemptor = (
-            Preemptor(self.ordering, self.placement, sim.num_jobs)
+            Preemptor(self.ordering, self.placement, self._shape)
             if self.ordering.preemptive
             else None
         )
