@@ -399,7 +399,7 @@ class Simulator:
     def _set_waiting(self, job: int, waiting: bool) -> None:
         self._is_waiting[job] = waiting
         self._num_waiting += 1 if waiting else -1
-        self._waiting_cache = None
+        self._waiting_cache = _sorted_with(self._waiting_cache, job, waiting)
 
     def _check_job(self, job: int) -> int:
         if not 0 <= int(job) < self.num_jobs:
@@ -542,7 +542,7 @@ class Simulator:
         self._mark_neighbours(job, record)
         self._job_tasks[job] = record
         self.status[job] = _RUNNING
-        self._running = None
+        self._running = _sorted_with(self._running, job, True)
         self._remaining_fresh = False
         self.speed_factor[job] = speed_factor
         self.running_workers[job] = record.workers
@@ -563,7 +563,7 @@ class Simulator:
             self._link_members[link].discard(job)
         self._mark_neighbours(job, record)
         self._stale.discard(job)
-        self._running = None
+        self._running = _sorted_with(self._running, job, False)
         self._remaining_fresh = False
         self._rate[job] = 0.0
         self.running_workers[job] = 0
@@ -765,6 +765,17 @@ class Simulator:
                 float(self._contention[running].mean()) if len(running) else 1.0,
             ),
         )
+
+
+def _sorted_with(ids: np.ndarray | None, job: int, member: bool) -> np.ndarray | None:
+    """The sorted read-only ``ids`` with ``job`` added (``member``) or removed: cached job
+    lists follow each change instead of rescanning every job. None (never built) stays."""
+    if ids is None:
+        return None
+    at = int(np.searchsorted(ids, job))
+    updated = np.concatenate((ids[:at], [job], ids[at:]) if member else (ids[:at], ids[at + 1 :]))
+    updated.flags.writeable = False
+    return updated
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
