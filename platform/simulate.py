@@ -20,7 +20,9 @@ and links per tier, partitions and servers per partition, total and bisection ba
 as a table, or with ``--json`` as one JSON object; ``--draw FILE.png`` also draws it.
 
 ``run`` simulates one policy (``--policy ordering+placement``) or several side by side
-(``--compare a,b,...``) on a generated workload or a real trace and prints their metrics
+(``--compare a,b,...``; ``las`` and ``srtf`` preempt, see ``--no-preemption``,
+``--min-run``, ``--las-thresholds``, ``--restart-cost``) on a generated workload or a
+real trace and prints their metrics
 as a table (JCT mean/median/p90/p99, makespan, waiting, slowdown, utilization,
 fragmentation, contention...), or with ``--json`` one object
 ``{"policies": {name: {metric: value}}}`` (times in seconds). ``--plot FILE.png`` draws the
@@ -66,7 +68,8 @@ from typing import Any
 
 import numpy as np
 
-from envs.schedulers import make_scheduler, scheduler_names
+from envs.schedulers import PreemptionSettings, make_scheduler, scheduler_names
+from envs.schedulers.preemption import DEFAULT_LAS_THRESHOLDS_GPU_S, DEFAULT_MIN_RUN_S
 from envs.sim import LINK_SHARING, SimulationResult, Simulator, SimulatorConfig
 from envs.sim.report import format_comparison, json_safe
 from envs.sim.runner import drop_jobs_that_never_fit, simulate
@@ -207,6 +210,16 @@ def command_describe(args: argparse.Namespace) -> int:
         if args.draw is not None:
             print(f"drawing written to {args.draw}")
     return 0
+
+
+def _thresholds(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--las-thresholds takes GPU-seconds separated by commas, e.g. 3600,36000; got {text!r}"
+        ) from None
+    return values
 
 
 def _option_value(text: str) -> tuple[str, Any]:
@@ -366,18 +379,33 @@ def command_run(args: argparse.Namespace) -> int:
     names = (
         [args.policy] if args.policy else [n.strip() for n in args.compare.split(",") if n.strip()]
     )
-    # Build every scheduler first so a typo fails before any simulation starts.
-    for name in names:
-        make_scheduler(name, rng=np.random.default_rng(args.seed))
     if args.interval is not None and args.interval <= 0:
         raise UsageError(f"--interval must be > 0 seconds, got {args.interval}")
+    if not args.restart_cost >= 0:
+        raise UsageError(f"--restart-cost must be >= 0 seconds, got {args.restart_cost}")
+    if not args.min_run >= 0:
+        raise UsageError(f"--min-run must be >= 0 seconds, got {args.min_run}")
+    preemption = PreemptionSettings(
+        enabled=not args.no_preemption,
+        min_run_s=args.min_run,
+        las_thresholds_gpu_s=args.las_thresholds,
+    )
+    # Build every scheduler first so a typo fails before any simulation starts.
+    for name in names:
+        make_scheduler(name, rng=np.random.default_rng(args.seed), preemption=preemption)
     cluster = cluster_from_args(args)
     workload, notes = workload_from_args(args, cluster)
-    config = SimulatorConfig(interval_s=args.interval, link_sharing=args.link_sharing)
+    config = SimulatorConfig(
+        interval_s=args.interval,
+        link_sharing=args.link_sharing,
+        restart_cost_s=args.restart_cost,
+    )
     results: list[SimulationResult] = []
     for name in names:
         progress = Progress(name, len(workload))
-        scheduler = make_scheduler(name, rng=np.random.default_rng(args.seed))
+        scheduler = make_scheduler(
+            name, rng=np.random.default_rng(args.seed), preemption=preemption
+        )
         results.append(simulate(cluster, workload, scheduler, name, config, progress.update))
         progress.close()
     metrics = {result.policy: result.metrics() for result in results}
@@ -600,6 +628,35 @@ def build_parser() -> argparse.ArgumentParser:
         "and completion",
     )
     add_link_sharing_argument(policy, default="equal")
+    preemption = run.add_argument_group(
+        "preemption (las, srtf: a waiting job preempts the running jobs it outranks)"
+    )
+    preemption.add_argument(
+        "--no-preemption", action="store_true", help="las and srtf never preempt"
+    )
+    preemption.add_argument(
+        "--min-run",
+        type=float,
+        default=DEFAULT_MIN_RUN_S,
+        metavar="SECONDS",
+        help=f"a job runs this long after (re)starting before it may be preempted "
+        f"(default {DEFAULT_MIN_RUN_S:g})",
+    )
+    preemption.add_argument(
+        "--las-thresholds",
+        type=_thresholds,
+        default=DEFAULT_LAS_THRESHOLDS_GPU_S,
+        metavar="GPU_S[,GPU_S...]",
+        help="attained GPU-seconds between LAS's queues, increasing (default "
+        f"{','.join(f'{t:g}' for t in DEFAULT_LAS_THRESHOLDS_GPU_S)}: two queues)",
+    )
+    preemption.add_argument(
+        "--restart-cost",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="seconds a resumed job makes no progress (checkpoint restore; default 0)",
+    )
     output = run.add_argument_group("output")
     output.add_argument("--json", action="store_true", help="print one JSON object")
     output.add_argument("--plot", type=Path, metavar="FILE.png", help="JCT CDF and utilization")

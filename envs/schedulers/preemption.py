@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from envs.schedulers.base import Ordering, Placement
+from envs.schedulers.orderings import check_min_run, check_thresholds
 from envs.schedulers.tasks import CORE_TOLERANCE, JobTasks
 from envs.schedulers.view import ClusterView
 from envs.sim import Simulator
@@ -62,6 +63,10 @@ class PreemptionSettings:
     enabled: bool = True
     min_run_s: float = DEFAULT_MIN_RUN_S
     las_thresholds_gpu_s: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS_GPU_S
+
+    def __post_init__(self) -> None:
+        check_min_run(self.min_run_s)
+        check_thresholds(self.las_thresholds_gpu_s)
 
 
 class Preemptor:

@@ -77,6 +77,7 @@ class Scheduler:
         self._kinds: list[tuple[int, float]] = []
         self._shape = np.zeros(0, np.int64)
         self._shape_demand = _ShapeDemand.of(np.zeros((0, 6)))
+        self._least_gpus = 0
         self._rank: np.ndarray | None = None
         self._by_rank: np.ndarray | None = None
         self._preemptor: Preemptor | None = None
@@ -115,10 +116,16 @@ class Scheduler:
             if len(waiting):
                 self._walk_strict(sim, view, self._order(sim, waiting, view))
             return
-        if self._only_shrank(view):
-            waiting = waiting[~self._settled[waiting]]
-        else:
+        shrank = self._only_shrank(view)
+        if not shrank:
             self._settled[:] = False
+        if view.total_free_gpus < self._least_gpus and not self.delays:
+            # Nothing fits a cluster without enough free GPUs for any job. The newcomers
+            # stay unsettled: they are tested (and fail) again until something is freed.
+            self._last_free = (sim.free_gpus.copy(), sim.free_cores.copy())
+            return
+        if shrank:
+            waiting = waiting[~self._settled[waiting]]
         if len(waiting):
             candidates, fits = waiting, None
             if self.ordering.ranks_each_job_alone():
@@ -301,6 +308,7 @@ class Scheduler:
         shapes, shape_of = np.unique(demand_rows, axis=0, return_inverse=True)
         self._shape = shape_of.reshape(-1).astype(np.int64)
         self._shape_demand = _ShapeDemand.of(shapes)
+        self._least_gpus = int(shapes[:, 0].min()) if len(shapes) else 0
         self._preemptor = (
             Preemptor(self.ordering, self.placement, self._shape)
             if self.ordering.preemptive

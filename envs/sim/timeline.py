@@ -51,7 +51,7 @@ def server_fragmentation(cluster: Cluster, gpu_remaining: np.ndarray) -> float:
     busy = squares > 0
     frag = np.zeros(len(total))
     frag[busy] = 1.0 - total[busy] ** 2 / (counts[busy] * squares[busy])
-    return float(frag.mean())
+    return float(np.add.reduce(frag) / len(frag))  # frag.mean(), without its overhead
 
 
 def _server_gpus(cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:

@@ -78,6 +78,10 @@ def test_trace_run_with_table_plot_and_csv(tmp_path: Path) -> None:
         (["--policy", "fifo+packing", "--trace", "/no/such/file.csv"], "/no/such/file.csv"),
         (["--policy", "fifo+packing", "--jobs", "0"], "--jobs must be >= 1"),
         (["--policy", "fifo+packing", "--workload", "zipf"], "invalid choice: 'zipf'"),
+        (["--policy", "las+packing", "--las-thresholds", "900,60"], "thresholds must increase"),
+        (["--policy", "las+packing", "--las-thresholds", "1h"], "separated by commas"),
+        (["--policy", "srtf+packing", "--min-run", "-1"], "--min-run must be >= 0"),
+        (["--policy", "srtf+packing", "--restart-cost", "-5"], "--restart-cost must be >= 0"),
     ],
 )
 def test_run_errors_are_one_line_and_exit_2(args: list[str], fragment: str) -> None:
@@ -96,3 +100,13 @@ def test_infeasible_jobs_refused_or_dropped() -> None:
     payload = json.loads(dropped.stdout)
     assert payload["notes"][0].startswith("dropped ")
     assert payload["policies"]["fifo+packing"]["jobs_finished"] == payload["jobs"]
+
+
+def test_las_and_srtf_preempt_unless_told_not_to() -> None:
+    args = [*COMPARE[:8], "--compare", "las+packing,srtf+packing", "--json"]
+    args += ["--restart-cost", "60", "--min-run", "60", "--las-thresholds", "1800"]
+    preemptive = json.loads(run(*args).stdout)["policies"]
+    assert all(metrics["preemptions"] > 0 for metrics in preemptive.values())
+    assert all(metrics["jobs_finished"] == 60 for metrics in preemptive.values())
+    calm = json.loads(run(*args, "--no-preemption").stdout)["policies"]
+    assert all(metrics["preemptions"] == 0 for metrics in calm.values())
