@@ -6,7 +6,9 @@
 (b) the whole Philly trace (82,247 jobs) on a 1,024-GPU cluster (128 DGX-1 servers on one
     switch) with ``fifo+packing`` and ``sjf+packing``: goal under 120 s each.
 
-Reports wall time, jobs/s and events/s (an event: an arrival, a completion or a tick).
+Reports wall time, jobs/s and events/s (an event: an arrival, a completion or a tick),
+and beside each case the seconds of a fixed single-threaded Python loop timed just before
+it: machines here are shared, and that number tells how loaded this one was.
 """
 
 from __future__ import annotations
@@ -27,10 +29,18 @@ from envs.workload import make_workload, read_philly
 PHILLY = Path(__file__).resolve().parents[2] / "shared" / "traces" / "philly.csv"
 
 
+def reference_loop_seconds() -> float:
+    """Seconds of a fixed CPU-bound loop (about 1.4 s on an idle core here)."""
+    start = time.perf_counter()
+    sum(i * i for i in range(20_000_000))
+    return time.perf_counter() - start
+
+
 def run_case(
     label: str, cluster: Any, workload: Any, policy: str, config: Any, goal_s: float
 ) -> dict:
     """Time one simulation and summarize it."""
+    reference = reference_loop_seconds()
     start = time.perf_counter()
     result = simulate(cluster, workload, make_scheduler(policy), policy, config)
     elapsed = time.perf_counter() - start
@@ -47,6 +57,7 @@ def run_case(
         "avg_jct_h": round(metrics["avg_jct"] / 3600, 3),
         "goal_s": goal_s,
         "meets_goal": elapsed < goal_s,
+        "reference_loop_s": round(reference, 2),
     }
 
 
@@ -85,6 +96,7 @@ def main() -> list[dict]:
             "events/s",
             "avg JCT h",
             "goal met",
+            "ref. loop s",
         ],
         [
             [
@@ -97,6 +109,7 @@ def main() -> list[dict]:
                 r["events_per_s"],
                 r["avg_jct_h"],
                 "yes" if r["meets_goal"] else "NO",
+                r["reference_loop_s"],
             ]
             for r in records
         ],

@@ -3,10 +3,12 @@
 Time advances from event to event: job arrivals, job completions, and (optionally) the
 ticks of fixed scheduling intervals (001's 30-minute rounds). ``run_until_decision()``
 processes events until a decision is due -- in event mode whenever jobs wait after an
-arrival or completion, in interval mode at every tick with jobs waiting -- and a policy
-then calls :meth:`Simulator.place`, :meth:`Simulator.preempt` or :meth:`Simulator.resize`
-before running on. Equal times are processed in a fixed order (completions, then events
-in push order), so a run is deterministic.
+arrival or completion, or at a time a policy asked for with
+:meth:`Simulator.request_decision` (a preemptive policy whose priorities change with
+time), in interval mode at every tick with jobs waiting -- and a policy then calls
+:meth:`Simulator.place`, :meth:`Simulator.preempt` or :meth:`Simulator.resize` before
+running on. Equal times are processed in a fixed order (completions, then events in push
+order), so a run is deterministic.
 
 **Work.** A job's work is counted in mini-batches of one worker: ``epochs x
 iterations_per_epoch`` for progress-based jobs, ``duration / compute_time x workers`` for
