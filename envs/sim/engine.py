@@ -134,6 +134,9 @@ class Simulator:
     and ``pcie_use`` (GB/s) of one worker.
     """
 
+    # Where the last look for completions found none due: (time, running list).
+    _completions_seen: tuple[float, np.ndarray] | None = None
+
     def __init__(
         self, cluster: Cluster, workload: Workload, config: SimulatorConfig | None = None
     ) -> None:
@@ -716,8 +719,15 @@ class Simulator:
         running = self.running_jobs()
         if not len(running):
             return False
+        # The same instant and the same running list (a new array after any start or
+        # stop): everything due was completed at the last look.
+        if self._completions_seen is not None:
+            seen_at, seen_running = self._completions_seen
+            if seen_at == self.now and seen_running is running:
+                return False
         tolerance = _RELATIVE_TIME_TOLERANCE * max(1.0, self.now)
         due = running[self.remaining_time(running) <= tolerance]
+        self._completions_seen = (self.now, running) if not len(due) else None
         self.events += len(due)
         for job in due.tolist():
             self.work_done[job] = self.work_total[job]
