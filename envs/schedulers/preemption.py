@@ -7,10 +7,13 @@ taken in rank order:
 
 1. a job that fits the free resources is placed;
 2. otherwise its *victims* -- the preemptible running jobs ranked strictly after it --
-   are released on a scratch copy of the cluster view, lowest-ranked first, until the
-   placement can place the job; only the victims holding GPUs or cores that the
-   placement then uses are preempted (they go back to the queue with their progress,
-   and pay the simulator's restart cost when they resume), and the job is placed there;
+   are released on a scratch copy of the cluster view until the placement can place
+   the job, those whose GPU count is closest to the job's first and the lowest-ranked
+   first among equals (a one-GPU job stops a one-GPU job, not a 64-GPU one; an
+   eight-GPU job frees an eight-GPU job's room in one piece, not eight scattered GPUs);
+   only the victims holding GPUs or cores that the placement then uses are preempted
+   (they go back to the queue with their progress, and pay the simulator's restart cost
+   when they resume), and the job is placed there;
 3. when even all its victims are not enough, the jobs of the same demand shape behind
    it are not tried again in this decision (they have fewer victims).
 
@@ -37,6 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from envs.schedulers.base import Ordering, Placement
+from envs.schedulers.domains import locality_levels
+from envs.schedulers.locality import best_level
 from envs.schedulers.orderings import check_min_run, check_thresholds
 from envs.schedulers.tasks import CORE_TOLERANCE, JobTasks
 from envs.schedulers.view import ClusterView
@@ -83,6 +88,7 @@ class Preemptor:
         self.placement = placement
         self.shape_of = shape_of
         self.started_at = np.full(len(shape_of), -np.inf)
+        self._best_levels: dict[int, int] = {}
 
     def run(
         self,
@@ -101,10 +107,7 @@ class Preemptor:
             return False
         rank = joint_ranks(sim, self.ordering, np.concatenate([waiting, victims]))
         waiting_rank, victim_rank = rank[: len(waiting)], rank[len(waiting) :]
-        # Victims worst first: a waiting job's victims are the prefix ranked after it.
-        worst_first = np.argsort(-victim_rank)
-        victims, victim_rank = victims[worst_first], victim_rank[worst_first]
-        outranks = np.flatnonzero(waiting_rank < victim_rank[0])
+        outranks = np.flatnonzero(waiting_rank < victim_rank.max())
         best_first = outranks[np.argsort(waiting_rank[outranks])]
         candidates, candidate_rank = waiting[best_first], waiting_rank[best_first]
         shapes = self.shape_of[candidates]
@@ -117,11 +120,12 @@ class Preemptor:
                 break
             position += int(np.argmax(ahead))
             job, job_rank = int(candidates[position]), int(candidate_rank[position])
-            if victim_rank[0] < job_rank:
+            if victim_rank.max() < job_rank:
                 break  # no preemptible job is ranked after this one, nor after the rest
             groups = view.place(self.placement, job)
             if groups is None:
-                plan = self._plan(sim, view, job, victims[victim_rank > job_rank])
+                mine = victim_rank > job_rank
+                plan = self._plan(sim, view, job, victims[mine], victim_rank[mine])
                 if plan is None:
                     if strict:
                         break
@@ -159,6 +163,14 @@ class Preemptor:
             sim.request_decision(wake)
 
     # ------------------------------------------------------------------ internals
+    def _best_level(self, sim: Simulator, job: int) -> int:
+        """The locality level ``job`` would get on the empty cluster (per shape, cached)."""
+        shape = int(self.shape_of[job])
+        level = self._best_levels.get(shape)
+        if level is None:
+            level = self._best_levels[shape] = best_level(sim, job)
+        return level
+
     def _preemptible(self, sim: Simulator) -> np.ndarray:
         """Running jobs past their minimum run, not started in this decision."""
         running = sim.running_jobs()
@@ -168,10 +180,17 @@ class Preemptor:
         return running[(started < sim.now) & (ran >= self.ordering.min_run_s - tolerance)]
 
     def _plan(
-        self, sim: Simulator, view: ClusterView, job: int, victims: np.ndarray
+        self, sim: Simulator, view: ClusterView, job: int, victims: np.ndarray, rank: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """``(victims to preempt, task groups)`` that let ``job`` start, or None."""
+        """``(victims to preempt, task groups)`` that let ``job`` start, or None.
+
+        ``victims`` (with their joint ``rank``) are tried closest in GPUs to the job first,
+        the lowest-ranked first among equals.
+        """
         tasks = JobTasks.of(sim, job)
+        held = sim.running_gpus[victims]
+        tried_first = np.lexsort((-rank, np.abs(held - tasks.total_gpus)))
+        victims = victims[tried_first]
         # Not even all the victims' GPUs and cores together: no need to try.
         workers = sim.running_workers[victims]
         cores = workers * sim.worker_cpus[victims] + sim.num_ps[victims] * sim.ps_cpus[victims]
@@ -182,17 +201,33 @@ class Preemptor:
             return None
         scratch = view.copy()
         released: list[int] = []
-        groups = None
+        first: tuple[int, np.ndarray] | None = None
+        locality = locality_levels(sim.cluster)
+        best = self._best_level(sim, job)
         for victim in victims.tolist():
             scratch.release(victim)
             released.append(victim)
             # The vectorized necessary test first: placements cost more.
-            if scratch.could_hold(tasks):
-                groups = scratch.place(self.placement, job)
-                if groups is not None:
-                    break
-        if groups is None:
-            return None
+            if not scratch.could_hold(tasks):
+                continue
+            groups = scratch.place(self.placement, job)
+            if groups is None:
+                continue
+            if locality.span_level(sim.cluster.group_server[groups]) <= best:
+                first = None
+                break
+            # Room, but spread wider than the job would be alone: a few more victims may
+            # free it in one piece (a spread ring can run several times slower).
+            if first is None:
+                first = (len(released), groups)
+            elif len(released) - first[0] >= _CONSOLIDATION_TRIES:
+                break
+        else:
+            if first is None:
+                return None
+        if first is not None:
+            count, groups = first
+            released = released[:count]
         # Keep running the victims whose GPUs and cores the placement leaves alone.
         needed = np.array([v for v in released if _overlaps(sim, v, groups)], dtype=np.int64)
         if len(needed) < len(released):
@@ -203,6 +238,10 @@ class Preemptor:
             if fewer is not None:
                 return needed, fewer
         return np.array(released, dtype=np.int64), groups
+
+
+_CONSOLIDATION_TRIES = 8
+"""Victims released beyond the first room found, looking for room in one piece."""
 
 
 def joint_ranks(sim: Simulator, ordering: Ordering, jobs: np.ndarray) -> np.ndarray:

@@ -96,6 +96,24 @@ def test_las_queues_are_fifo_inside():
     assert sim.finish_time.tolist() == pytest.approx([320.0, 360.0])
 
 
+def test_the_victim_closest_in_size_goes_first():
+    """One server with one 3-GPU group, speed model off. B (1 GPU, 3,000 mini-batches:
+    480 s) and C (2 workers, 8,000: 640 s) start at 0 and fill it; S (1 GPU, 40 s) comes
+    at 100. Both are ranked after S (380 s and 540 s left); C is ranked last, but B holds
+    one GPU like S: B is preempted, resumes at 140 and ends at 140 + 7 + 380."""
+    cluster = build_cluster("flat", servers=1, gpus_per_server=3)
+    specs = [
+        JobSpec(iterations=3000),
+        JobSpec(workers=2, iterations=8000),
+        JobSpec(iterations=250, arrival=100.0),
+    ]
+    config = SimulatorConfig(restart_cost_s=RESTART, interference=False, communication=False)
+    sim = Simulator(cluster, build_workload(specs), config)
+    sim.run(make_scheduler("srtf+packing", preemption=PreemptionSettings(min_run_s=0.0)))
+    assert sim.preemptions.tolist() == [1, 0, 0]
+    assert sim.finish_time.tolist() == pytest.approx([527.0, 640.0, 140.0])
+
+
 def test_discretized_las_ranks_by_queue_then_arrival():
     ordering = LeastAttainedService((50.0, 500.0))
     sim = long_and_short()
