@@ -316,21 +316,28 @@ class Scheduler:
         )
         keys = self.ordering.static_keys(sim)
         self._rank, self._by_rank = (None, None) if keys is None else static_rank(sim, keys)
-        shape = [
-            sim.num_workers,
-            sim.worker_gpus,
-            sim.worker_cpus,
-            sim.num_ps,
-            sim.ps_gpus,
-            sim.ps_cpus,
-            *self.placement.key_columns(sim),
-        ]
-        rows = np.stack([np.asarray(column, dtype=np.float64) for column in shape], axis=1)
+        columns = placement_key_columns(sim, self.placement)
+        rows = np.stack([np.asarray(column, dtype=np.float64) for column in columns], axis=1)
         if len(rows):
             _, inverse = np.unique(rows, axis=0, return_inverse=True)
             self._keys = inverse.reshape(-1).astype(np.int64)
         else:
             self._keys = np.zeros(0, np.int64)
+
+
+def placement_key_columns(sim: Simulator, placement: Placement) -> list[np.ndarray]:
+    """Per-job columns a deterministic ``placement``'s answer depends on: the task shape
+    (workers, PS and their demands) and the placement's own :meth:`~.base.Placement.
+    key_columns`. Jobs equal in all of them are placed alike on the same view."""
+    return [
+        sim.num_workers,
+        sim.worker_gpus,
+        sim.worker_cpus,
+        sim.num_ps,
+        sim.ps_gpus,
+        sim.ps_cpus,
+        *placement.key_columns(sim),
+    ]
 
 
 @dataclass(frozen=True)

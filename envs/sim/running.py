@@ -25,6 +25,11 @@ def _segment_starts(job: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.concatenate([[True], job[1:] != job[:-1]]))
 
 
+def _column(block: str, row: int, doc: str) -> property:
+    """Row ``row`` of the packed array ``block``: one column of the table, read-only."""
+    return property(lambda table: getattr(table, block)[row], doc=doc)
+
+
 @dataclass(frozen=True)
 class TaskRows:
     """One row per running task: where it is and what it loads (001 §V inputs).
@@ -38,50 +43,15 @@ class TaskRows:
     is_worker: np.ndarray
     loads: np.ndarray
 
-    @property
-    def job(self) -> np.ndarray:
-        """The task's job."""
-        return self.places[0]
-
-    @property
-    def group(self) -> np.ndarray:
-        """The task's GPU group."""
-        return self.places[1]
-
-    @property
-    def socket(self) -> np.ndarray:
-        """The task's CPU socket."""
-        return self.places[2]
-
-    @property
-    def server(self) -> np.ndarray:
-        """The task's server."""
-        return self.places[3]
-
-    @property
-    def cpu(self) -> np.ndarray:
-        """Cores the task keeps busy."""
-        return self.loads[0]
-
-    @property
-    def pcie(self) -> np.ndarray:
-        """PCIe traffic of the task, GB/s."""
-        return self.loads[1]
-
-    @property
-    def own_socket_cpu(self) -> np.ndarray:
-        """The task's own job's cores on its socket."""
-        return self.loads[2]
-
-    @property
-    def own_server_cpu(self) -> np.ndarray:
-        """The task's own job's cores on its server."""
-        return self.loads[3]
-
-    @property
-    def own_group_pcie(self) -> np.ndarray:
-        """The task's own job's PCIe traffic on its GPU group."""
-        return self.loads[4]
+    job = _column("places", 0, "The task's job.")
+    group = _column("places", 1, "The task's GPU group.")
+    socket = _column("places", 2, "The task's CPU socket.")
+    server = _column("places", 3, "The task's server.")
+    cpu = _column("loads", 0, "Cores the task keeps busy.")
+    pcie = _column("loads", 1, "PCIe traffic of the task, GB/s.")
+    own_socket_cpu = _column("loads", 2, "The task's own job's cores on its socket.")
+    own_server_cpu = _column("loads", 3, "The task's own job's cores on its server.")
+    own_group_pcie = _column("loads", 4, "The task's own job's PCIe traffic on its group.")
 
     @staticmethod
     def empty() -> TaskRows:

@@ -17,6 +17,7 @@ import pytest
 from envs.schedulers import ClusterView, PreemptionSettings, Scheduler, make_scheduler
 from envs.schedulers.domains import locality_levels
 from envs.schedulers.locality import best_level
+from envs.schedulers.scheduler import placement_key_columns
 from envs.schedulers.tasks import CORE_TOLERANCE
 from envs.sim import JobStatus, SimulationResult, Simulator, SimulatorConfig
 from envs.topology import build_cluster
@@ -104,15 +105,7 @@ class ReferenceScheduler:
         self.delays.pop(job, None)
 
     def key(self, sim: Simulator, job: int) -> tuple:
-        columns = [
-            sim.num_workers,
-            sim.worker_gpus,
-            sim.worker_cpus,
-            sim.num_ps,
-            sim.ps_gpus,
-            sim.ps_cpus,
-            *self.placement.key_columns(sim),
-        ]
+        columns = placement_key_columns(sim, self.placement)
         return tuple(float(column[job]) for column in columns)
 
 
