@@ -10,10 +10,13 @@ taken in rank order:
    are released on a scratch copy of the cluster view until the placement can place
    the job, those whose GPU count is closest to the job's first and the lowest-ranked
    first among equals (a one-GPU job stops a one-GPU job, not a 64-GPU one; an
-   eight-GPU job frees an eight-GPU job's room in one piece, not eight scattered GPUs);
-   only the victims holding GPUs or cores that the placement then uses are preempted
-   (they go back to the queue with their progress, and pay the simulator's restart cost
-   when they resume), and the job is placed there;
+   eight-GPU job frees an eight-GPU job's room in one piece, not eight scattered GPUs).
+   When that first room spreads the job wider than it would be on the empty cluster
+   (a higher locality level), up to 8 more victims are released in search of room in
+   one piece, else the first room is taken. Only the victims holding GPUs or cores that
+   the placement then uses are preempted (they go back to the queue with their
+   progress, and pay the simulator's restart cost when they resume), and the job is
+   placed there;
 3. when even all its victims are not enough, the jobs of the same demand shape behind
    it are not tried again in this decision (they have fewer victims).
 
