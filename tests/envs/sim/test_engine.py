@@ -78,6 +78,26 @@ def test_interval_mode_decides_only_on_ticks(make_workload) -> None:
     assert decisions == [(600.0, [0]), (1200.0, [1]), (1800.0, [2])]
 
 
+def test_a_requested_decision_comes_at_its_time(make_workload) -> None:
+    # One GPU; job 0 runs 0-160 s, job 1 waits. Nothing arrives or completes at 100 s,
+    # but a policy asked for a decision then.
+    cluster = build_cluster("flat", servers=1, gpus_per_server=1)
+    sim = Simulator(cluster, make_workload([0.0, 0.0], [0, 0], [1, 1]))
+    assert sim.run_until_decision() and sim.now == 0.0
+    sim.place(0, [0])
+    sim.request_decision(100.0)
+    events = sim.events
+    assert sim.run_until_decision() and sim.now == 100.0
+    assert sim.events == events  # a requested decision is not an event of the workload
+    with pytest.raises(ValueError, match="only after now"):
+        sim.request_decision(100.0)
+    assert sim.run_until_decision() and sim.now == 160.0  # job 0's completion
+    # In interval mode decisions stay on the ticks.
+    ticking = Simulator(cluster, make_workload([5.0], [0], [1]), SimulatorConfig(interval_s=600.0))
+    ticking.request_decision(50.0)
+    assert ticking.run_until_decision() and ticking.now == 600.0
+
+
 def test_preempt_and_resume_conserve_work(make_workload) -> None:
     cluster = build_cluster("flat", servers=1, gpus_per_server=4)
     sim = Simulator(cluster, make_workload([0.0], [0], [1]), SimulatorConfig(restart_cost_s=7.0))
