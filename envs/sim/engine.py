@@ -106,8 +106,7 @@ class SimulatorConfig:
     def __post_init__(self) -> None:
         if self.link_sharing not in LINK_SHARING:
             raise ValueError(
-                f"link_sharing must be one of {', '.join(LINK_SHARING)}, "
-                f"got {self.link_sharing!r}"
+                f"link_sharing must be one of {', '.join(LINK_SHARING)}, got {self.link_sharing!r}"
             )
         if self.interval_s is not None and not self.interval_s > 0:
             raise ValueError(f"interval_s must be > 0 seconds or None, got {self.interval_s}")

@@ -72,8 +72,7 @@ def test_traffic_sharing_weighs_each_partner_by_its_duty_cycle(make_workload) ->
     # its ports and the busier port (server 1: another LM) is its bottleneck.
     sim.place(2, [3, 5])
     assert sim.contention[0] == pytest.approx(
-        (lm.compute_time_s + lm_comm * (1 + max(gnn_duty, lm_duty)))
-        / (lm.compute_time_s + lm_comm)
+        (lm.compute_time_s + lm_comm * (1 + max(gnn_duty, lm_duty))) / (lm.compute_time_s + lm_comm)
     )
     # Leaving returns the shared port to its remaining user: GNN alone on server 0's port.
     sim.preempt(0)
