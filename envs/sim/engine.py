@@ -210,7 +210,7 @@ class Simulator:
         self._remaining_at = -1.0
         self._job_tasks: dict[int, _JobPlacement] = {}
         # Waiting jobs as a mask (jobs are in arrival order) and a count; the sorted
-        # index array is rebuilt only when a decision asks after something changed.
+        # index array is built at the first query and then kept up to date per change.
         self._is_waiting = np.zeros(num_jobs, dtype=bool)
         self._num_waiting = 0
         self._waiting_cache: np.ndarray | None = None
@@ -662,7 +662,8 @@ class Simulator:
         self._stale.clear()
         records = [self._job_tasks[job] for job in jobs]
         affected = np.array(jobs, dtype=np.int64)
-        slowdown, comm, comm_alone = (np.zeros(self.num_jobs) for _ in range(3))
+        # Per affected job (sorted), not per job of the workload: Philly has 82k of them.
+        slowdown, comm, comm_alone = (np.zeros(len(affected)) for _ in range(3))
         if self.config.interference:
             ids, values = interference_slowdowns(
                 TaskRows.concat([record.tasks for record in records]),
@@ -672,19 +673,20 @@ class Simulator:
                 self._socket_other_cores,
                 self.config.coefficients,
             )
-            slowdown[ids] = values
+            slowdown[np.searchsorted(affected, ids)] = values
         ids, now, alone = communication_times(
             PairRows.concat([record.pairs for record in records]),
             self.cluster.link_gbps,
             self.link_load,
             self._link_weight,
         )
-        comm[ids], comm_alone[ids] = now, alone
+        at = np.searchsorted(affected, ids)
+        comm[at], comm_alone[at] = now, alone
         self._remaining_fresh = False
         compute = self.compute_time[affected]
         factor = self.speed_factor[affected]
-        step = (compute * (1.0 + slowdown[affected]) + comm[affected]) * factor
-        alone_step = (compute + comm_alone[affected]) * factor
+        step = (compute * (1.0 + slowdown) + comm) * factor
+        alone_step = (compute + comm_alone) * factor
         self._rate[affected] = self.running_workers[affected] / step
         self._contention[affected] = step / alone_step
 
