@@ -83,17 +83,15 @@ or FIFO over job sets (avg and p90 JCT, utilization, CS distribution).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 
 from envs.contention_config import BRANCHES, ContentionConfig
 from envs.contention_core import ContentionCore
 from envs.contention_jobs import generate_job_set, parse_jobs
-from envs.env_config import checked_render_mode, parse_discrete_action, resolve_config
+from envs.env_config import ConfiguredEnv, parse_discrete_action
 from envs.workload import Workload
 
 __all__ = ["BRANCHES", "ENV_ID", "ContentionConfig", "ContentionEnv"]
@@ -107,27 +105,20 @@ def _parse_action(action: object, num_actions: int) -> int:
     return parse_discrete_action(action, num_actions, f"{num_actions - 1} = do nothing")
 
 
-class ContentionEnv(gymnasium.Env[dict[str, np.ndarray], np.int64]):
+class ContentionEnv(ConfiguredEnv):
     """000's environment; see the module docstring for spaces, reward and arguments."""
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
 
-    def __init__(
-        self,
-        config: ContentionConfig | Mapping[str, Any] | None = None,
-        *,
-        jobs: object = None,
-        render_mode: str | None = None,
-        **params: Any,
-    ) -> None:
-        self.config = resolve_config(ContentionConfig, config, "contention", **params)
-        self.render_mode = checked_render_mode(
-            "ContentionEnv", render_mode, self.metadata["render_modes"]
-        )
+    config_class = ContentionConfig
+    label = "contention"
+    _jobs: Workload | None
+
+    def _parse_jobs(self, jobs: object) -> Workload:
+        return parse_jobs(jobs, self.config, self.core.cluster)
+
+    def _setup(self) -> None:
         self.core = ContentionCore(self.config)
-        self._jobs: Workload | None = (
-            None if jobs is None else parse_jobs(jobs, self.config, self.core.cluster)
-        )
         self.action_space = spaces.Discrete(self.config.num_actions)
         self.observation_space = spaces.Dict(
             {

@@ -84,10 +84,8 @@ DRF or Random choice with depth- (``df``) or breadth-first (``bf``) allocation;
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
 from typing import Any
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 
@@ -95,7 +93,7 @@ from envs.cush_baselines import baseline_action
 from envs.cush_config import ALLOCATION_POLICIES, JOB_TYPES, CuSHConfig
 from envs.cush_core import CuSHCore
 from envs.cush_jobs import JobSet, generate_job_set, parse_jobs
-from envs.env_config import checked_render_mode, resolve_config
+from envs.env_config import ConfiguredEnv
 
 __all__ = ["ENV_ID", "CuSHConfig", "CuSHEnv"]
 
@@ -122,24 +120,19 @@ def _parse_action(action: object, queue_size: int) -> tuple[int, int]:
     return choice, policy
 
 
-class CuSHEnv(gymnasium.Env[dict[str, np.ndarray], np.ndarray]):
+class CuSHEnv(ConfiguredEnv):
     """The CuSH environment; see the module docstring for spaces, rewards and arguments."""
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
 
-    def __init__(
-        self,
-        config: CuSHConfig | Mapping[str, Any] | None = None,
-        *,
-        jobs: object = None,
-        render_mode: str | None = None,
-        **params: Any,
-    ) -> None:
-        self.config = resolve_config(CuSHConfig, config, "CuSH", **params)
-        self.render_mode = checked_render_mode(
-            "CuSHEnv", render_mode, self.metadata["render_modes"]
-        )
-        self._jobs: JobSet | None = None if jobs is None else parse_jobs(jobs, self.config)
+    config_class = CuSHConfig
+    label = "CuSH"
+    _jobs: JobSet | None
+
+    def _parse_jobs(self, jobs: object) -> JobSet:
+        return parse_jobs(jobs, self.config)
+
+    def _setup(self) -> None:
         queue = self.config.queue_size
         self.action_space = spaces.MultiDiscrete([queue + 1, len(ALLOCATION_POLICIES)])
         self.observation_space = spaces.Dict(

@@ -75,10 +75,8 @@ in :mod:`envs.deeprm_core` (every finished job leaves; reward correctly rounded)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 
@@ -90,7 +88,7 @@ from envs.deeprm_core import (
     get_policy,
     parse_jobs,
 )
-from envs.env_config import checked_render_mode, resolve_config
+from envs.env_config import ConfiguredEnv
 
 __all__ = ["ENV_ID", "DeepRMConfig", "DeepRMEnv"]
 
@@ -113,24 +111,19 @@ def compact_bounds(config: DeepRMConfig) -> np.ndarray:
     )
 
 
-class DeepRMEnv(gymnasium.Env[np.ndarray, np.int64]):
+class DeepRMEnv(ConfiguredEnv):
     """The DeepRM environment; see the module docstring for spaces, reward and arguments."""
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}  # noqa: RUF012
 
-    def __init__(
-        self,
-        config: DeepRMConfig | Mapping[str, Any] | None = None,
-        *,
-        jobs: object = None,
-        render_mode: str | None = None,
-        **params: Any,
-    ) -> None:
-        self.config = resolve_config(DeepRMConfig, config, "DeepRM", **params)
-        self.render_mode = checked_render_mode(
-            "DeepRMEnv", render_mode, self.metadata["render_modes"]
-        )
-        self._jobs: JobSequence | None = None if jobs is None else parse_jobs(jobs, self.config)
+    config_class = DeepRMConfig
+    label = "DeepRM"
+    _jobs: JobSequence | None
+
+    def _parse_jobs(self, jobs: object) -> JobSequence:
+        return parse_jobs(jobs, self.config)
+
+    def _setup(self) -> None:
         self.action_space = spaces.Discrete(self.config.num_nw + 1)
         if self.config.observation == "image":
             self.observation_space = spaces.Box(

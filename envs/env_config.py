@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import fields, replace
 from typing import Any, TypeVar
 
+import gymnasium
 import numpy as np
 
 Config = TypeVar("Config")
@@ -70,3 +71,40 @@ def checked_render_mode(env_class: str, render_mode: str | None, allowed: list[s
             f"{env_class} has no render modes; render_mode must be None, got {render_mode!r}"
         )
     raise ValueError(f"render_mode must be None or one of {allowed}, got {render_mode!r}")
+
+
+class ConfiguredEnv(gymnasium.Env):  # type: ignore[type-arg]
+    """The construction every single-agent formulation shares.
+
+    ``Env(config=None, *, jobs=None, render_mode=None, **params)``: the settings as a
+    :attr:`config_class` instance, a mapping, or keywords (:func:`resolve_config`), a
+    render mode from ``metadata["render_modes"]``, and optionally an explicit job list
+    every episode replays. A subclass names its config class and label, builds its spaces
+    and core in :meth:`_setup`, and parses job lists in :meth:`_parse_jobs`.
+    """
+
+    config_class: type
+    label: str
+
+    def __init__(
+        self,
+        config: Any = None,
+        *,
+        jobs: object = None,
+        render_mode: str | None = None,
+        **params: Any,
+    ) -> None:
+        self.config = resolve_config(self.config_class, config, self.label, **params)
+        self.render_mode = checked_render_mode(
+            type(self).__name__, render_mode, self.metadata["render_modes"]
+        )
+        self._setup()
+        self._jobs = None if jobs is None else self._parse_jobs(jobs)
+
+    def _setup(self) -> None:
+        """Build the action and observation spaces and the formulation's core."""
+        raise NotImplementedError
+
+    def _parse_jobs(self, jobs: object) -> Any:
+        """The formulation's job list from ``jobs`` (raises on a malformed one)."""
+        raise NotImplementedError

@@ -74,14 +74,12 @@ the speeds of the same topology model (``simulate.py rltaps``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from envs.env_config import checked_render_mode, resolve_config
+from envs.env_config import ConfiguredEnv
 from envs.rltaps_config import RLTapsConfig
 from envs.rltaps_core import RLTapsCore
 from envs.rltaps_jobs import JobSet, generate_jobs, parse_jobs
@@ -108,24 +106,19 @@ def parse_action(action: object, num_gpus: int, num_choices: int) -> np.ndarray:
     return values.astype(np.int64, copy=False)
 
 
-class RLTapsEnv(gymnasium.Env[np.ndarray, np.ndarray]):
+class RLTapsEnv(ConfiguredEnv):
     """The RL-TAPS environment; see the module docstring for spaces, reward and arguments."""
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
 
-    def __init__(
-        self,
-        config: RLTapsConfig | Mapping[str, Any] | None = None,
-        *,
-        jobs: object = None,
-        render_mode: str | None = None,
-        **params: Any,
-    ) -> None:
-        self.config = resolve_config(RLTapsConfig, config, "RL-TAPS", **params)
-        self.render_mode = checked_render_mode(
-            "RLTapsEnv", render_mode, self.metadata["render_modes"]
-        )
-        self._jobs: JobSet | None = None if jobs is None else parse_jobs(jobs, self.config)
+    config_class = RLTapsConfig
+    label = "RL-TAPS"
+    _jobs: JobSet | None
+
+    def _parse_jobs(self, jobs: object) -> JobSet:
+        return parse_jobs(jobs, self.config)
+
+    def _setup(self) -> None:
         config = self.config
         self.action_space = spaces.MultiDiscrete([config.choices_per_gpu] * config.total_gpus)
         self.observation_space = spaces.Box(

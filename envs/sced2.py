@@ -77,14 +77,12 @@ SIF, DSIF, SAF, LRF, SPF or FIFO with packing over whole traces (002 Fig. 7-9).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from envs.env_config import checked_render_mode, parse_discrete_action, resolve_config
+from envs.env_config import ConfiguredEnv, parse_discrete_action
 from envs.sced2_baselines import window_choice
 from envs.sced2_config import Sced2Config
 from envs.sced2_core import Sced2Core
@@ -104,24 +102,19 @@ def _parse_action(action: object, num_actions: int) -> int:
     )
 
 
-class Sced2Env(gymnasium.Env[dict[str, np.ndarray], np.int64]):
+class Sced2Env(ConfiguredEnv):
     """The SCED2 environment; see the module docstring for spaces, reward and arguments."""
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012
 
-    def __init__(
-        self,
-        config: Sced2Config | Mapping[str, Any] | None = None,
-        *,
-        jobs: object = None,
-        render_mode: str | None = None,
-        **params: Any,
-    ) -> None:
-        self.config = resolve_config(Sced2Config, config, "SCED2", **params)
-        self.render_mode = checked_render_mode(
-            "Sced2Env", render_mode, self.metadata["render_modes"]
-        )
-        self._jobs: Workload | None = None if jobs is None else parse_jobs(jobs, self.config)
+    config_class = Sced2Config
+    label = "SCED2"
+    _jobs: Workload | None
+
+    def _parse_jobs(self, jobs: object) -> Workload:
+        return parse_jobs(jobs, self.config)
+
+    def _setup(self) -> None:
         self.action_space = spaces.Discrete(self.config.num_actions)
         self.observation_space = spaces.Dict(
             {
