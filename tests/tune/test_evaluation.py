@@ -10,6 +10,7 @@ import pytest
 
 from envs.contention import ContentionEnv
 from envs.contention_baselines import run_contention_baseline
+from envs.contention_jobs import generate_job_set
 from envs.sced2 import Sced2Env
 from envs.sim.report import format_comparison
 from tune.evaluation import evaluate_experiment
@@ -33,12 +34,13 @@ def test_contention_baselines_play_the_job_set_the_agent_would_see() -> None:
         assert means["avg_jct"] == pytest.approx(
             np.mean([episode["avg_jct"] for episode in table[policy]["episodes"]])
         )
-    # The same seed gives the agent the same 12 jobs the baselines scheduled.
+    # The same seed gives the agent the job set the baselines draw: default_rng(seed).
     env = ContentionEnv(**SMALL_CONTENTION)
     env.reset(seed=3)
-    agent_jobs = env.core.workload
-    (played,) = run_contention_baseline("fifo", seed=3, **SMALL_CONTENTION)["sets"]
-    assert played["jobs_total"] == len(agent_jobs) == 12
+    drawn = generate_job_set(env.config, env.core.cluster, np.random.default_rng(3))
+    np.testing.assert_array_equal(env.core.workload.model, drawn.model)
+    np.testing.assert_array_equal(env.core.workload.num_workers, drawn.num_workers)
+    np.testing.assert_array_equal(env.core.workload.duration, drawn.duration)
 
 
 def test_sced2_baselines_step_the_environment_with_its_baseline_actions() -> None:
