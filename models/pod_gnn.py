@@ -48,6 +48,21 @@ def mlp(sizes: list[int]) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
+def pairwise_head(head: nn.Sequential, items: Tensor, context: Tensor) -> Tensor:
+    """``head(cat[items[b, i], context[b]])`` for every item: [B, K] from [B, K, F], [B, C].
+
+    The head's first layer is linear, so its context half is applied once per sample and
+    broadcast over the K items instead of being recomputed K times (the same function and
+    parameters as concatenating; it saves most of the head's arithmetic).
+    """
+    first = head[0]
+    width = items.shape[-1]
+    hidden = nn.functional.linear(items, first.weight[:, :width]) + nn.functional.linear(
+        context, first.weight[:, width:], first.bias
+    ).unsqueeze(1)
+    return head[1:](hidden).squeeze(-1)
+
+
 def batch_graph(
     edge_index: Tensor, edge_attr: Tensor, edge_mask: Tensor, num_nodes: int
 ) -> tuple[Tensor, Tensor]:
@@ -181,18 +196,12 @@ class PodGNN(nn.Module):
     ) -> Tensor:
         """Masked action logits [B, A]: targets, forwards, wait."""
         batch = state.shape[0]
-        targets = embeddings[:, : self.num_targets]
-        expanded = state.unsqueeze(1)
-        place = self.place_head(
-            torch.cat([targets, expanded.expand(-1, self.num_targets, -1)], dim=-1)
-        ).squeeze(-1)
+        place = pairwise_head(self.place_head, embeddings[:, : self.num_targets], state)
         forward_nodes = obs["forward_targets"].long()  # [B, P-1] scheduler node ids
         gathered = torch.gather(
             nodes, 1, forward_nodes.unsqueeze(-1).expand(-1, -1, nodes.shape[-1])
         )
-        forward = self.forward_head(
-            torch.cat([gathered, expanded.expand(-1, forward_nodes.shape[1], -1)], dim=-1)
-        ).squeeze(-1)
+        forward = pairwise_head(self.forward_head, gathered, state)
         wait = self.wait_head(state)
         logits = torch.cat([place, forward.view(batch, -1), wait], dim=-1)
         mask = obs["action_mask"].float()

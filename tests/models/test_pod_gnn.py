@@ -119,20 +119,27 @@ def test_bad_settings_are_refused() -> None:
         GNNModelConfig.from_model_config({"hiden": 3})
 
 
-def test_full_filter_equals_the_per_edge_matrix_construction() -> None:
-    """The linear-cost 'full' layer computes exactly NNConv's per-edge Theta(e) h_w."""
+@pytest.mark.parametrize("aggregation", ["mean", "sum", "max"])
+def test_full_filter_equals_the_per_edge_matrix_construction(aggregation: str) -> None:
+    """The linear-cost 'full' layer computes NNConv's per-edge Theta(e) h_w: aggregated
+    first (mean, sum) or message by message (max), equal to float32 rounding."""
     from models.layers import EdgeConditionedConv
 
     torch.manual_seed(1)
-    layer = EdgeConditionedConv(5, 7, edge_dim=3, edge_network="full", aggr="mean")
+    layer = EdgeConditionedConv(5, 7, edge_dim=3, edge_network="full", aggr=aggregation)
     x = torch.randn(6, 5)
     edge_index = torch.tensor([[0, 1, 2, 3, 4, 5, 1], [1, 0, 3, 2, 5, 4, 2]])
     edge_attr = torch.rand(7, 3)
     theta = layer.filter(edge_attr).view(-1, 5, 7)  # one in x out matrix per edge
     messages = torch.bmm(x[edge_index[0]].unsqueeze(1), theta).squeeze(1)
-    mean = torch.zeros(6, 7).index_add_(0, edge_index[1], messages)
-    mean = mean / torch.bincount(edge_index[1], minlength=6).clamp(min=1).unsqueeze(-1)
-    expected = torch.relu(layer.combine(torch.cat([x, mean + layer.bias], dim=-1)))
+    if aggregation == "max":
+        index = edge_index[1].unsqueeze(-1).expand(-1, 7)
+        reduced = torch.zeros(6, 7).scatter_reduce(0, index, messages, "amax", include_self=False)
+    else:
+        reduced = torch.zeros(6, 7).index_add_(0, edge_index[1], messages)
+    if aggregation == "mean":
+        reduced = reduced / torch.bincount(edge_index[1], minlength=6).clamp(min=1).unsqueeze(-1)
+    expected = torch.relu(layer.combine(torch.cat([x, reduced + layer.bias], dim=-1)))
     assert torch.allclose(layer(x, edge_index, edge_attr), expected, atol=1e-5)
 
 
@@ -143,3 +150,16 @@ def test_graphs_without_edges_still_convolve() -> None:
         layer = EdgeConditionedConv(4, 6, edge_dim=3, edge_network=edge_network)
         out = layer(torch.randn(3, 4), torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, 3))
         assert out.shape == (3, 6) and torch.isfinite(out).all()
+
+
+def test_pairwise_head_equals_the_concatenated_input() -> None:
+    """A head scoring (item, context) pairs applies its first layer's context half once per
+    sample: the same logits as concatenating the context to every item."""
+    from models.pod_gnn import mlp, pairwise_head
+
+    torch.manual_seed(2)
+    head = mlp([6 + 4, 16, 1])
+    items, context = torch.randn(3, 5, 6), torch.randn(3, 4)
+    concatenated = torch.cat([items, context.unsqueeze(1).expand(-1, 5, -1)], dim=-1)
+    expected = head(concatenated).squeeze(-1)
+    assert torch.allclose(pairwise_head(head, items, context), expected, atol=1e-6)
