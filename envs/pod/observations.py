@@ -46,7 +46,7 @@ from gymnasium import spaces
 
 from envs.pod.config import PodSchedulingConfig
 from envs.pod.decisions import DecisionRound, JobInProgress
-from envs.pod.layout import ClusterLayout, PartitionLayout
+from envs.pod.layout import ClusterLayout
 from envs.sim import Simulator
 from envs.topology.views import VIEW_NODE_TYPES
 
@@ -115,9 +115,45 @@ class ObservationBuilder:
             [[0], np.cumsum(self._partition_link_counts)[:-1]]
         ).astype(np.int64)
         self._self = np.eye(self.num_agents, dtype=np.float32)
+        self._index_edges(layout)
+        # Each agent's targets padded to the largest partition's (valid where real), and at
+        # device level the CPU socket of each target GPU group.
+        self._target_ids = np.zeros((self.num_agents, layout.max_targets), dtype=np.int64)
+        self._target_sockets = np.zeros_like(self._target_ids)
+        self._target_valid = np.zeros((self.num_agents, layout.max_targets), dtype=bool)
+        for part in layout.partitions:
+            count = len(part.targets)
+            self._target_ids[part.partition, :count] = part.targets
+            self._target_valid[part.partition, :count] = True
+            if layout.level == "device":
+                self._target_sockets[part.partition, :count] = part.group_sockets
         self._demand_table = np.zeros((0, self.demand_size), dtype=np.float32)
         self._models = np.zeros(0, dtype=np.int64)
         self.space = self._build_space()
+
+    def _index_edges(self, layout: ClusterLayout) -> None:
+        """Static edge features of every agent's padded inner graph, and where each real
+        edge's physical links are, so one ``reduceat`` gives every edge's load."""
+        edges = layout.max_edges
+        self._edge_attr_static = np.zeros((self.num_agents, edges, 3), dtype=np.float32)
+        link_ids, starts, rows, counts = [], [], [], []
+        offset = 0
+        for part in layout.partitions:
+            graph, view = part.graph, part.graph.view
+            self._edge_attr_static[part.partition, :, 0] = graph.edge_attr_static[:, 0]
+            self._edge_attr_static[part.partition, :, 2] = graph.edge_attr_static[:, 1]
+            if not view.num_edges:
+                continue
+            link_ids.append(view.edge_link_ids)
+            starts.append(view.edge_link_offsets[:-1] + offset)
+            offset += len(view.edge_link_ids)
+            rows.append(part.partition * edges + np.arange(view.num_edges))
+            counts.append(graph.link_counts)
+        empty = np.zeros(0, dtype=np.int64)
+        self._edge_link_ids = np.concatenate(link_ids) if link_ids else empty
+        self._edge_link_starts = np.concatenate(starts) if starts else empty
+        self._edge_rows = np.concatenate(rows) if rows else empty
+        self._edge_link_counts = np.concatenate(counts) if counts else empty
 
     # ------------------------------------------------------------------ spaces
     def _build_space(self) -> spaces.Dict:
@@ -189,10 +225,7 @@ class ObservationBuilder:
         free_cores = round_.free_cores() if round_ is not None else sim.free_cores
         masks = self.action_masks(round_, forward_limit)
         slots = [self._job_slots(agent, round_, running_in) for agent in range(self.num_agents)]
-        features = [
-            self._node_features(part, slots[part.partition], placements, sim, free_gpus, free_cores)
-            for part in self.layout.partitions
-        ]
+        features = self._node_features(slots, placements, sim, free_gpus, free_cores)
         inter = self.layout.inter
         shared = {
             "schedulers": self._summaries(sim, round_, running_in, free_gpus, free_cores),
@@ -208,24 +241,22 @@ class ObservationBuilder:
             "inter_edge_mask": inter.edge_mask,
         }
         if self.config.others == "full":
-            shared["partitions"] = np.stack(features)
+            shared["partitions"] = features
+        edge_attr = self._edge_attr(sim.link_jobs)
+        jobs_model, jobs_demand = self._jobs(slots)
         observations = []
         for agent, part in enumerate(self.layout.partitions):
             graph = part.graph
-            jobs = np.array([job for job, _ in slots[agent]], dtype=np.int64)
             head = round_.head(agent) if round_ is not None else None
-            load = graph.edge_load(sim.link_jobs, self.layout.max_edges)
             observation = {
                 "node_features": features[agent],
                 "node_type": graph.node_type_one_hot,
                 "node_mask": graph.node_mask,
                 "edge_index": graph.edge_index,
-                "edge_attr": np.column_stack(
-                    [graph.edge_attr_static[:, 0], load, graph.edge_attr_static[:, 1]]
-                ),
+                "edge_attr": edge_attr[agent],
                 "edge_mask": graph.edge_mask,
-                "jobs_model": self._jobs_model(jobs),
-                "jobs_demand": self._jobs_demand(jobs),
+                "jobs_model": jobs_model[agent],
+                "jobs_demand": jobs_demand[agent],
                 "task": self._task(head),
                 **shared,
                 "self": self._self[agent],
@@ -271,49 +302,80 @@ class ObservationBuilder:
 
     def _node_features(
         self,
-        part: PartitionLayout,
-        slots: list[tuple[int, list[int]]],
+        slots: list[list[tuple[int, list[int]]]],
         placements: dict[int, tuple[np.ndarray, int]],
         sim: Simulator,
         free_gpus: np.ndarray,
         free_cores: np.ndarray,
     ) -> np.ndarray:
-        cluster = sim.cluster
-        features = np.zeros((self.layout.max_nodes, self.node_feature_size), dtype=np.float32)
-        num_targets = len(part.targets)
+        """Every agent's node features at once: [P, n, L + 2N] (see the module table)."""
+        features = np.zeros(
+            (self.num_agents, self.layout.max_nodes, self.node_feature_size), dtype=np.float32
+        )
         if self.layout.level == "device":
-            features[:num_targets, 0] = free_gpus[part.groups] / self.gpu_scale
-            features[:num_targets, 1] = free_cores[part.group_sockets] / self.core_scale
+            gpus, cores = free_gpus[self._target_ids], free_cores[self._target_sockets]
         else:
-            group_free = np.add.reduceat(free_gpus, cluster.server_group_offsets[:-1])
-            core_free = np.add.reduceat(free_cores, cluster.server_socket_offsets[:-1])
-            features[:num_targets, 0] = group_free[part.targets] / self.gpu_scale
-            features[:num_targets, 1] = core_free[part.targets] / self.core_scale
-        rows, columns = [], []
-        for slot, (job, claimed) in enumerate(slots):
-            if claimed:  # a job being placed: the tasks claimed so far
-                groups, workers = np.asarray(claimed, dtype=np.int64), int(sim.num_workers[job])
-            elif job in placements:
-                groups, workers = placements[job]
-            else:
-                continue
-            here = self.group_partition[groups] == part.partition
-            is_ps = (np.arange(len(groups)) >= workers)[here]
-            rows.append(self.group_target[groups[here]])
-            columns.append(NUM_RESOURCES + 2 * slot + is_ps)
-        if rows:
-            np.add.at(features, (np.concatenate(rows), np.concatenate(columns)), 1.0)
+            cluster = sim.cluster
+            gpus = np.add.reduceat(free_gpus, cluster.server_group_offsets[:-1])[self._target_ids]
+            cores = np.add.reduceat(free_cores, cluster.server_socket_offsets[:-1])
+            cores = cores[self._target_ids]
+        targets = self.layout.max_targets
+        features[:, :targets, 0] = np.where(self._target_valid, gpus / self.gpu_scale, 0.0)
+        features[:, :targets, 1] = np.where(self._target_valid, cores / self.core_scale, 0.0)
+        # d: each slot's workers and PSs on the agent's nodes. Gather every (agent, slot)'s
+        # task groups in plain lists, then place all tasks with a few array operations.
+        task_groups, owners, columns, workers = [], [], [], []
+        for agent, agent_slots in enumerate(slots):
+            for slot, (job, claimed) in enumerate(agent_slots):
+                if claimed:  # a job being placed: the tasks claimed so far
+                    groups, job_workers = claimed, int(sim.num_workers[job])
+                elif job in placements:
+                    groups, job_workers = placements[job]
+                else:
+                    continue
+                task_groups.append(groups)
+                owners.append(agent)
+                columns.append(NUM_RESOURCES + 2 * slot)
+                workers.append(job_workers)
+        if task_groups:
+            counts = np.fromiter(map(len, task_groups), dtype=np.int64, count=len(task_groups))
+            groups = np.concatenate(task_groups).astype(np.int64, copy=False)
+            starts = np.repeat(np.cumsum(counts) - counts, counts)
+            is_ps = np.arange(len(groups)) - starts >= np.repeat(workers, counts)
+            agent = np.repeat(owners, counts)
+            here = self.group_partition[groups] == agent
+            np.add.at(
+                features,
+                (
+                    agent[here],
+                    self.group_target[groups[here]],
+                    np.repeat(columns, counts)[here] + is_ps[here],
+                ),
+                1.0,
+            )
         return features
 
-    def _jobs_model(self, jobs: np.ndarray) -> np.ndarray:
-        models = np.zeros((self.config.max_jobs, self.num_models), dtype=np.float32)
-        models[np.arange(len(jobs)), self._models[jobs]] = 1.0
-        return models
+    def _jobs(self, slots: list[list[tuple[int, list[int]]]]) -> tuple[np.ndarray, np.ndarray]:
+        """Every agent's x (one-hot models, [P, N, Y]) and r (demands, [P, N, 2(1+L)])."""
+        limit = self.config.max_jobs
+        models = np.zeros((self.num_agents, limit, self.num_models), dtype=np.float32)
+        demand = np.zeros((self.num_agents, limit, self.demand_size), dtype=np.float32)
+        owners = [agent for agent, agent_slots in enumerate(slots) for _ in agent_slots]
+        if owners:
+            positions = [slot for agent_slots in slots for slot in range(len(agent_slots))]
+            jobs = [job for agent_slots in slots for job, _ in agent_slots]
+            models[owners, positions, self._models[jobs]] = 1.0
+            demand[owners, positions] = self._demand_table[jobs]
+        return models, demand
 
-    def _jobs_demand(self, jobs: np.ndarray) -> np.ndarray:
-        demand = np.zeros((self.config.max_jobs, self.demand_size), dtype=np.float32)
-        demand[: len(jobs)] = self._demand_table[jobs]
-        return demand
+    def _edge_attr(self, link_jobs: np.ndarray) -> np.ndarray:
+        """Every agent's inner edge features [P, e, 3]: bandwidth, load (the mean number of
+        jobs on the edge's physical links), tier."""
+        attr = self._edge_attr_static.copy()
+        if len(self._edge_link_ids):
+            sums = np.add.reduceat(link_jobs[self._edge_link_ids], self._edge_link_starts)
+            attr.reshape(-1, 3)[self._edge_rows, 1] = sums / self._edge_link_counts
+        return attr
 
     def _task(self, head: JobInProgress | None) -> np.ndarray:
         task = np.zeros(1 + self.num_models + self.demand_size, dtype=np.float32)
