@@ -119,7 +119,9 @@ class PodGNN(nn.Module):
         state = hidden * (1 + config.inter_layers)
         self.state_size = state
         self.place_head = mlp([hidden + state, config.head_hidden, 1])
-        self.forward_head = mlp([state + state, config.head_hidden, 1])
+        # With room features each forward target's scores also read its room for the job.
+        forward_room = shapes["forward_room"][1] if "forward_room" in shapes else 0
+        self.forward_head = mlp([state + forward_room + state, config.head_hidden, 1])
         self.wait_head = mlp([state, config.head_hidden, 1])
         self.value_head = mlp([state, config.head_hidden, 1])
 
@@ -201,6 +203,8 @@ class PodGNN(nn.Module):
         gathered = torch.gather(
             nodes, 1, forward_nodes.unsqueeze(-1).expand(-1, -1, nodes.shape[-1])
         )
+        if "forward_room" in obs:
+            gathered = torch.cat([gathered, obs["forward_room"].float()], dim=-1)
         forward = pairwise_head(self.forward_head, gathered, state)
         wait = self.wait_head(state)
         logits = torch.cat([place, forward.view(batch, -1), wait], dim=-1)

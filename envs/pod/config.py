@@ -28,6 +28,8 @@ class PodSchedulingConfig:
     ``horizon_intervals``: truncation. ``others``: what an agent sees of the other
     partitions ("summary" per partition, or "full" inner-graph features). ``home``: jobs
     arrive at a uniformly random scheduler or at the workload's partition.
+    ``room_features``: add, for the job being placed, each target's server room and each
+    forward target's best room (:mod:`envs.pod.room`) to 001's observation.
     """
 
     topology: str = "fat-tree"
@@ -52,6 +54,7 @@ class PodSchedulingConfig:
     home: str = "uniform"
     interference: bool = True
     communication: bool = True
+    room_features: bool = False
 
     def __post_init__(self) -> None:
         choices = {
@@ -83,6 +86,9 @@ class PodSchedulingConfig:
             raise ValueError(
                 f"interval_s must be a positive number of seconds, got {self.interval_s}"
             )
+        for name in ("interference", "communication", "room_features"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if not 0.0 <= self.contention_weight <= 1.0:
             raise ValueError(
                 "contention_weight (W1) must lie in [0, 1] (W2 = 1 - W1), "

@@ -6,9 +6,12 @@ n/e = the largest partition's nodes/edges, P = schedulers, A = actions):
 ======================  ==============  ====================================================
 key                     shape           content
 ======================  ==============  ====================================================
-node_features           [n, L + 2N]     GPU-group (or server) nodes: c = free GPUs and cores
-                                        (fractions of the largest group/socket), d = workers
-                                        and PSs of each of the N jobs on the node; 0 elsewhere
+node_features           [n, L + R + 2N] GPU-group (or server) nodes: c = free GPUs and cores
+                                        (fractions of the largest group/socket), with
+                                        ``room_features`` R = 2 room columns (its server's
+                                        free GPUs, room for the whole job; else R = 0), d =
+                                        workers and PSs of each of the N jobs on the node;
+                                        0 elsewhere
 node_type               [n, 5]          one-hot gpu_group/socket/switch/server/scheduler
 node_mask               [n]             int8, 1 for real nodes
 edge_index              [2, e]          int64, both directions; padding points at node 0
@@ -26,6 +29,8 @@ inter_edge_attr         [E', 3]         as edge_attr
 inter_edge_mask         [E']            int8
 self                    [P]             one-hot: which scheduler node is this agent
 forward_targets         [P-1]           int64: scheduler node of each forward action
+forward_room            [P-1, 3]        only with ``room_features``: each forward target's
+                                        room for the job (:mod:`envs.pod.room`)
 action_mask             [A]             int8 (PettingZoo's test requires int8)
 partitions              [P, n, L + 2N]  only with others="full": every partition's
                                         node_features (same padding)
@@ -47,6 +52,7 @@ from gymnasium import spaces
 from envs.pod.config import PodSchedulingConfig
 from envs.pod.decisions import DecisionRound, JobInProgress
 from envs.pod.layout import ClusterLayout
+from envs.pod.room import FORWARD_ROOM_FEATURES, TARGET_ROOM_FEATURES, RoomFeatures
 from envs.sim import Simulator
 from envs.topology.views import VIEW_NODE_TYPES
 
@@ -74,7 +80,10 @@ class ObservationBuilder:
             self.core_scale = float(
                 np.add.reduceat(cluster.socket_cores, cluster.server_socket_offsets[:-1]).max()
             )
-        self.node_feature_size = NUM_RESOURCES + 2 * config.max_jobs
+        room_columns = TARGET_ROOM_FEATURES if config.room_features else 0
+        # Where the d columns (tasks of each concurrent job) start.
+        self.slot_column = NUM_RESOURCES + room_columns
+        self.node_feature_size = self.slot_column + 2 * config.max_jobs
         self.demand_size = 2 * (1 + NUM_RESOURCES)
         groups = np.arange(cluster.num_gpu_groups)
         self.group_partition = cluster.server_partition[cluster.group_server[groups]]
@@ -116,6 +125,7 @@ class ObservationBuilder:
         ).astype(np.int64)
         self._self = np.eye(self.num_agents, dtype=np.float32)
         self._index_edges(layout)
+        self.room = RoomFeatures(layout, self.forward_targets) if config.room_features else None
         # Each agent's targets padded to the largest partition's (valid where real), and at
         # device level the CPU socket of each target GPU group.
         self._target_ids = np.zeros((self.num_agents, layout.max_targets), dtype=np.int64)
@@ -186,6 +196,10 @@ class ObservationBuilder:
             ),
             "action_mask": spaces.Box(0, 1, (self.num_actions,), np.int8),
         }
+        if self.config.room_features:
+            entries["forward_room"] = spaces.Box(
+                shape=(max(self.num_agents - 1, 0), FORWARD_ROOM_FEATURES), **unit
+            )
         if self.config.others == "full":
             entries["partitions"] = spaces.Box(
                 shape=(self.num_agents, n, self.node_feature_size), **unbounded
@@ -226,6 +240,10 @@ class ObservationBuilder:
         masks = self.action_masks(round_, forward_limit)
         slots = [self._job_slots(agent, round_, running_in) for agent in range(self.num_agents)]
         features = self._node_features(slots, placements, sim, free_gpus, free_cores)
+        forward_room = None
+        if self.room is not None:
+            target_room, forward_room = self.room.compute(round_, free_gpus, free_cores)
+            features[:, : self.layout.max_targets, NUM_RESOURCES : self.slot_column] = target_room
         inter = self.layout.inter
         shared = {
             "schedulers": self._summaries(sim, round_, running_in, free_gpus, free_cores),
@@ -263,6 +281,8 @@ class ObservationBuilder:
                 "forward_targets": self.forward_targets[agent],
                 "action_mask": masks[agent],
             }
+            if forward_room is not None:
+                observation["forward_room"] = forward_room[agent]
             observations.append(observation)
         return observations
 
@@ -335,7 +355,7 @@ class ObservationBuilder:
                     continue
                 task_groups.append(groups)
                 owners.append(agent)
-                columns.append(NUM_RESOURCES + 2 * slot)
+                columns.append(self.slot_column + 2 * slot)
                 workers.append(job_workers)
         if task_groups:
             counts = np.fromiter(map(len, task_groups), dtype=np.int64, count=len(task_groups))

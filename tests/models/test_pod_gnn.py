@@ -98,9 +98,11 @@ def test_batch_of_one_equals_row_of_batch() -> None:
             assert torch.allclose(alone_state[0], state[row], atol=1e-5)
 
 
-@pytest.mark.parametrize("edge_network", ["full", "factorized"])
-def test_gradients_reach_every_parameter(edge_network: str) -> None:
-    env = PodSchedulingEnv(num_jobs=20)
+@pytest.mark.parametrize(
+    ("edge_network", "room_features"), [("full", False), ("factorized", False), ("full", True)]
+)
+def test_gradients_reach_every_parameter(edge_network: str, room_features: bool) -> None:
+    env = PodSchedulingEnv(num_jobs=20, room_features=room_features)
     obs = list(observations(env).values())
     net = build(env, edge_network=edge_network)
     space = env.observation_space(env.possible_agents[0])
@@ -163,3 +165,20 @@ def test_pairwise_head_equals_the_concatenated_input() -> None:
     concatenated = torch.cat([items, context.unsqueeze(1).expand(-1, 5, -1)], dim=-1)
     expected = head(concatenated).squeeze(-1)
     assert torch.allclose(pairwise_head(head, items, context), expected, atol=1e-6)
+
+
+def test_forward_scores_read_each_targets_room() -> None:
+    """With room features a forward action's logit depends on that target's room only."""
+    env = PodSchedulingEnv(num_jobs=20, room_features=True)
+    net = build(env)
+    space = env.observation_space(env.possible_agents[0])
+    batch = as_batch(space, list(observations(env).values()))
+    batch["action_mask"][:] = 1
+    before = net(batch)[0]
+    batch["forward_room"][:, 1] = 1.0 - batch["forward_room"][:, 1]  # the second target's
+    after = net(batch)[0]
+    targets = net.num_targets
+    changed = (before - after).abs() > 1e-7
+    assert changed[:, targets + 1].all()
+    assert not changed[:, :targets].any() and not changed[:, targets + 2 :].any()
+    assert not changed[:, targets].any()

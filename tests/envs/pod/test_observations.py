@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.pod.observations import NUM_RESOURCES
 from envs.pod_env import PodSchedulingEnv
 
 SETTINGS = {
@@ -62,7 +61,7 @@ def reference(env: PodSchedulingEnv, agent: int) -> dict[str, np.ndarray]:
             continue
         for task, group in enumerate(groups):
             if builder.group_partition[group] == agent:
-                column = NUM_RESOURCES + 2 * slot + (1 if task >= workers else 0)
+                column = builder.slot_column + 2 * slot + (1 if task >= workers else 0)
                 features[builder.group_target[group], column] += 1.0
     graph = part.graph
     edge_attr = np.zeros((layout.max_edges, 3), dtype=np.float32)
@@ -113,3 +112,50 @@ def test_observations_equal_a_per_agent_recount(setting: str) -> None:
                 actions[agent] = int(rng.choice(valid[:-1])) if len(valid) > 1 else int(valid[-1])
             observations, *_ = env.step(actions)
     assert checked > 100  # the walk went through many rounds, placements and completions
+
+
+def test_room_features_state_where_the_whole_job_fits() -> None:
+    """On a fat-tree k=4 of power8 servers (2 groups x 2 GPUs, 2 sockets x 8 cores), at
+    every step of an episode: each target shows its server's free GPUs net of the round's
+    claims (over 4) and whether they cover all the job's remaining tasks; each forward
+    target shows whether any of its servers does, the fewest free GPUs of those (1 if
+    none) and its most free GPUs. Cores are checked too (they bind for CPU-heavy jobs)."""
+    env = PodSchedulingEnv(num_jobs=20, room_features=True, workload_params={"rate": 8.0})
+    space = env.observation_space("scheduler_0")
+    assert space["node_features"].shape[1] == env.builder.slot_column + 2 * env.config.max_jobs
+    rng = np.random.default_rng(0)
+    observations, _ = env.reset(seed=0)
+    offsets = env.cluster.server_group_offsets[:-1], env.cluster.server_socket_offsets[:-1]
+    seen_full = seen_partial = 0
+    while env.agents:
+        for index, agent in enumerate(env.possible_agents):
+            observation = observations[agent]
+            assert space.contains(observation)
+            columns = observation["node_features"][: env.layout.max_targets, 2:4]
+            forward = observation["forward_room"]
+            head = env.round.head(index) if env.round is not None else None
+            if head is None:
+                assert not columns.any() and not forward.any()
+                continue
+            gpus = np.add.reduceat(env.round.free_gpus(), offsets[0])
+            cores = np.add.reduceat(env.round.free_cores(), offsets[1])
+            fits = (gpus >= head.task_gpus[head.task :].sum()) & (
+                cores >= head.task_cpus[head.task :].sum() - 1e-9
+            )
+            servers = env.cluster.group_server[env.layout.partitions[index].targets]
+            np.testing.assert_allclose(columns[:, 0], gpus[servers] / 4.0)
+            np.testing.assert_array_equal(columns[:, 1], fits[servers])
+            for slot, partition in enumerate(env.builder.forward_targets[index]):
+                own = env.cluster.partition_servers(int(partition))
+                assert forward[slot, 0] == fits[own].any()
+                tightest = gpus[own][fits[own]].min() / 4.0 if fits[own].any() else 1.0
+                assert forward[slot, 1] == pytest.approx(tightest)
+                assert forward[slot, 2] == pytest.approx(gpus[own].max() / 4.0)
+                seen_full += bool(fits[own].all())
+                seen_partial += bool(fits[own].any() and not fits[own].all())
+        actions = {}
+        for agent in env.agents:
+            valid = np.flatnonzero(observations[agent]["action_mask"])
+            actions[agent] = int(rng.choice(valid[:-1])) if len(valid) > 1 else int(valid[-1])
+        observations, *_ = env.step(actions)
+    assert seen_full and seen_partial  # both empty and partly busy partitions were seen
