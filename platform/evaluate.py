@@ -13,12 +13,15 @@ What you get
 Every policy (the checkpoint's learned policy and each heuristic) plays the same episodes
 -- one per seed, the workload drawn from the seed as ``simulate.py`` draws it -- in
 parallel over Ray for ``pod_scheduling_v0``; a single-agent formulation (DeepRM, CuSH,
-SCED2, contention-aware, RL-TAPS) is compared with its paper's baselines instead. A table
-of the mean metrics per policy (the metric names of ``simulate.py run --json``, or the
-formulation's own), or with ``--json`` one object ``{"policies": {name:
-{metric: value}}}``; with ``--mlflow`` each policy is also logged as a run of the config's
-MLflow experiment. Without ``--checkpoint`` only heuristics are evaluated. Bad arguments
-print one line on stderr and exit with status 2.
+SCED2, contention-aware, RL-TAPS) is compared with its paper's baselines instead. The
+learned policy plays greedily (``learned-greedy``) and sampled (``learned-sampled``);
+``--baselines all`` plays the full table of heuristics. A table of the mean ± 95%
+Student-t confidence interval over seeds per policy, with the best heuristic marked and
+each row's difference to it, or with ``--json`` one object ``{"policies": {name: {metric:
+mean}}, "evaluation": {name: {kind, metrics, ci95, seeds, per_seed}}, "summary": {...}}``;
+with ``--mlflow`` each policy is also logged as a run of the config's MLflow experiment
+(means and ``<metric>_ci95``). Without ``--checkpoint`` only heuristics are evaluated. Bad
+arguments print one line on stderr and exit with status 2.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import os
 import sys
 from pathlib import Path
 
-from envs.sim.report import format_comparison, json_safe
+from envs.sim.report import json_safe
 from tune.experiment import ConfigError, load_config
 
 
@@ -43,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", type=Path, required=True, help="the experiment YAML")
     parser.add_argument("--checkpoint", type=Path, help="an Algorithm checkpoint folder")
     parser.add_argument(
-        "--baselines", help="heuristics, comma separated (default: the config's evaluation list)"
+        "--baselines",
+        help="heuristics, comma separated, or 'all' (default: the config's evaluation list)",
     )
     parser.add_argument("--seeds", help="episode seeds, comma separated (default: the config's)")
     parser.add_argument(
@@ -63,7 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     overrides = list(args.set)
     if args.baselines is not None:
         names = [name.strip() for name in args.baselines.split(",") if name.strip()]
-        overrides.append(f"evaluation.baselines=[{', '.join(names)}]")
+        if names == ["all"]:
+            overrides.append("evaluation.baselines=all")
+        else:
+            overrides.append(f"evaluation.baselines=[{', '.join(names)}]")
     if args.seeds is not None:
         overrides.append(f"evaluation.seeds=[{args.seeds}]")
     try:
@@ -77,7 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ValueError, FileNotFoundError) as error:
         print(f"evaluate.py: error: {error}", file=sys.stderr)
         return 2
-    from tune.evaluation import evaluate_experiment
+    from tune.evaluation import (
+        ci_metrics,
+        evaluate_experiment,
+        format_evaluation,
+        statistics_table,
+        summary,
+    )
     from tune.mlflow_tracking import experiment_tags, log_run, resolve_tracking_uri
 
     if not args.no_ray:
@@ -87,28 +100,34 @@ def main(argv: list[str] | None = None) -> int:
             address=os.environ.get("RAY_ADDRESS"), include_dashboard=False, log_to_driver=False
         )
     table = evaluate_experiment(experiment, modules)
-    metrics = {policy: entry["metrics"] for policy, entry in table.items()}
+    info = summary(experiment, table)
     if args.mlflow:
         tracking_uri = resolve_tracking_uri(experiment)
-        for policy, values in metrics.items():
+        for policy, entry in table.items():
             log_run(
                 tracking_uri,
                 experiment.experiment_name,
                 f"eval-{policy}",
                 params={"policy": policy, "checkpoint": str(args.checkpoint or "")},
-                metrics=values,
+                metrics={**entry["metrics"], **ci_metrics(entry)},
                 tags={
                     **experiment_tags(experiment),
                     "policy": policy,
-                    "policy_kind": "learned" if policy == "learned" else "heuristic",
+                    "policy_kind": entry["kind"],
                     "stage": "evaluation",
+                    "best_heuristic": str(policy == info["best_heuristic"]).lower(),
                 },
             )
     if args.json:
-        print(json.dumps(json_safe({"policies": metrics})))
+        payload = {
+            "policies": {policy: entry["metrics"] for policy, entry in table.items()},
+            "evaluation": statistics_table(table),
+            "summary": info,
+        }
+        print(json.dumps(json_safe(payload)))
     else:
         print(f"{len(experiment.evaluation.seeds)} episode(s) per policy")
-        print(format_comparison(metrics))
+        print(format_evaluation(table, info))
     return 0
 
 

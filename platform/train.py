@@ -14,12 +14,19 @@ Connects to the Ray cluster in ``RAY_ADDRESS`` (or the one ``ray job submit`` ru
 else starts a local Ray. One Tune trial per training seed of the config, with Tune's
 progress table, checkpoints under ``ray_results/<name>`` and every trial logged to MLflow
 (flattened config as params, curated metrics per iteration, tags). At the end the best
-checkpoint and the configured heuristics play held-out workloads (evaluation seeds never
-used in training); the comparison (avg/p90 JCT, makespan, utilization, ...) is printed and
-logged to MLflow, one run per policy with the same metric names, plus artifacts (config,
-learning curve, JCT CDF, table, checkpoint path). ``--json`` prints one final object:
-``checkpoint``, ``tracking_uri``, ``experiment``, ``policies`` ({name: {metric: value}}).
-A bad config prints one line on stderr and exits with status 2 before Ray starts.
+checkpoint -- played greedily (``learned-greedy``) and sampled (``learned-sampled``) -- and
+the configured heuristics (``evaluation.baselines: all``: the full table) play held-out
+workloads (evaluation seeds never used in training); the comparison (mean ± 95% Student-t
+confidence interval over seeds of avg/p90 JCT, makespan and contention, the best heuristic
+and each row's difference to it) is printed and logged to MLflow, one run per policy with
+the same metric names (means, plus ``<metric>_ci95`` half-widths), plus artifacts on the
+learned summary row (config, learning curve, JCT CDF of the learned rows against the best
+heuristic, ``evaluation.csv`` and ``evaluation.json`` with per-seed values, checkpoint path).
+``--json`` prints one final object: ``checkpoint``, ``tracking_uri``, ``experiment``,
+``policies`` ({name: {metric: mean}}), ``evaluation`` ({name: {kind, metrics, ci95, seeds,
+per_seed}}), ``summary`` (best heuristic, learned summary row, relative differences) and
+``training_s``. A bad config prints one line on stderr and exits with status 2 before Ray
+starts.
 """
 
 from __future__ import annotations
@@ -30,12 +37,13 @@ import json
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from envs.sim.report import format_comparison, json_safe
+from envs.sim.report import json_safe
 from tune.experiment import ConfigError, ExperimentConfig, load_config
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -109,7 +117,22 @@ def run_tune(
     from tune.mlflow_tracking import MLflowTrialCallback
     from tune.rllib_config import algorithm_config
 
-    config = algorithm_config(experiment)
+    warm_start_path = None
+    if experiment.warm_start is not None:
+        from tune.imitation import warm_start
+
+        # Once, before Tune: every trial starts from the same imitation-trained module.
+        # On --resume the checkpoints supersede it; reuse it for trials that never saved one.
+        folder = storage / "warm_start" / experiment.name
+        if resume and folder.is_dir():
+            warm_start_path = str(folder)
+        else:
+            # With --json, stdout carries only the final object.
+            stream = sys.stdout if verbose else sys.stderr
+            warm_start_path, _ = warm_start(
+                experiment, folder, log=lambda line: print(line, file=stream, flush=True)
+            )
+    config = algorithm_config(experiment, warm_start_path=warm_start_path)
     seeds = experiment.seeds
     config = config.debugging(seed=seeds[0] if len(seeds) == 1 else ray_tune.grid_search(seeds))
     experiment_dir = storage / experiment.name
@@ -152,18 +175,55 @@ def evaluate_best(experiment: ExperimentConfig, checkpoint: str) -> dict[str, di
     return evaluate_experiment(experiment, module_paths(checkpoint, module_ids(experiment)))
 
 
+def write_evaluation_table(
+    table: dict[str, dict[str, Any]], info: dict[str, Any], out: Path
+) -> list[Path]:
+    """``evaluation.csv`` (per policy: kind, best-heuristic mark, mean and 95% half-width of
+    each metric, relative difference to the best heuristic) and ``evaluation.json`` (the
+    same with per-seed values) in ``out``."""
+    from tune.evaluation import statistics_table
+
+    keys = list(dict.fromkeys(key for entry in table.values() for key in entry["metrics"]))
+    csv_path = out / "evaluation.csv"
+    with csv_path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        header = ["policy", "kind", "best_heuristic", "learned_summary", "seeds"]
+        writer.writerow(
+            [*header, *(f"{k}{suffix}" for k in keys for suffix in ("", "_ci95")), "vs_best"]
+        )
+        for policy, entry in table.items():
+            row = [
+                policy,
+                entry.get("kind"),
+                policy == info["best_heuristic"],
+                policy == info["learned"],
+                len(entry.get("seeds", [])),
+            ]
+            for key in keys:
+                row += [entry["metrics"].get(key), entry.get("ci95", {}).get(key)]
+            writer.writerow([*row, info["relative_to_best"].get(policy)])
+    json_path = out / "evaluation.json"
+    payload = {"summary": info, "policies": statistics_table(table)}
+    json_path.write_text(json.dumps(json_safe(payload), indent=1))
+    return [csv_path, json_path]
+
+
 def log_evaluation(
     experiment: ExperimentConfig,
     tracking_uri: str,
     table: dict[str, dict[str, Any]],
     best: Any,
     checkpoint: str,
+    info: dict[str, Any] | None = None,
 ) -> None:
-    """One MLflow run per evaluated policy (same metric names), artifacts on the learned one."""
+    """One MLflow run per evaluated policy (same metric names: means and ``_ci95``
+    half-widths), artifacts on the learned summary row."""
     from result_plots import plot_jct_cdfs, plot_learning_curve
 
+    from tune.evaluation import ci_metrics, summary
     from tune.mlflow_tracking import experiment_tags, log_run
 
+    info = summary(experiment, table) if info is None else info
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
         (out / "config.yaml").write_text(yaml.safe_dump(experiment.to_dict(), sort_keys=False))
@@ -172,30 +232,40 @@ def log_evaluation(
             plot_learning_curve(
                 frame["training_iteration"], frame[BEST_METRIC], out / "learning_curve.png"
             )
-        if all("jct" in entry for entry in table.values()):
+        # The learned rows against the best heuristic: with the full table (88 heuristics)
+        # one line per policy would be unreadable.
+        shown = [policy for policy, entry in table.items() if entry.get("kind") == "learned"]
+        shown += [info["best_heuristic"]] if info["best_heuristic"] else []
+        if shown and all("jct" in table[policy] for policy in shown):
+            labels = {
+                policy: f"{policy} (best heuristic)" if policy == info["best_heuristic"] else policy
+                for policy in shown
+            }
             plot_jct_cdfs(
-                {policy: entry["jct"] for policy, entry in table.items()}, out / "jct_cdf.png"
+                {labels[policy]: table[policy]["jct"] for policy in shown}, out / "jct_cdf.png"
             )
-        with (out / "evaluation.csv").open("w", newline="") as handle:
-            writer = csv.writer(handle)
-            keys = list(dict.fromkeys(key for entry in table.values() for key in entry["metrics"]))
-            writer.writerow(["policy", *keys])
-            for policy, entry in table.items():
-                writer.writerow([policy, *(entry["metrics"].get(key) for key in keys)])
+        write_evaluation_table(table, info, out)
         (out / "checkpoint.txt").write_text(checkpoint + "\n")
         artifacts = sorted(out.iterdir())
         tags = experiment_tags(experiment)
         seeds = ",".join(map(str, experiment.evaluation.seeds))
         for policy, entry in table.items():
-            kind = "learned" if policy == "learned" else "heuristic"
+            kind = entry.get("kind", "heuristic")
             log_run(
                 tracking_uri,
                 experiment.experiment_name,
                 f"eval-{policy}",
                 params={"policy": policy, "evaluation.seeds": seeds},
-                metrics=entry["metrics"],
-                tags={**tags, "policy": policy, "policy_kind": kind, "stage": "evaluation"},
-                artifacts=artifacts if kind == "learned" else None,
+                metrics={**entry["metrics"], **ci_metrics(entry)},
+                tags={
+                    **tags,
+                    "policy": policy,
+                    "policy_kind": kind,
+                    "stage": "evaluation",
+                    "best_heuristic": str(policy == info["best_heuristic"]).lower(),
+                    "learned_summary": str(policy == info["learned"]).lower(),
+                },
+                artifacts=artifacts if policy == info["learned"] else None,
             )
 
 
@@ -212,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
 
     tracking_uri = resolve_tracking_uri(experiment)
     start_ray(tracking_uri)
+    started = time.monotonic()
     try:
         results = run_tune(
             experiment, storage, tracking_uri, args.resume, verbose=0 if args.json else 1
@@ -223,24 +294,40 @@ def main(argv: list[str] | None = None) -> int:
     if errors:
         print(f"train.py: error: a trial failed: {errors[0]}", file=sys.stderr)
         return 1
+    training_s = time.monotonic() - started
     best = results.get_best_result(metric=BEST_METRIC, mode="max")
     checkpoint = best.checkpoint.path
     table: dict[str, dict[str, Any]] = {}
+    info: dict[str, Any] = {}
+    evaluation_s = 0.0
     if not args.skip_evaluation:
+        from tune.evaluation import summary
+
+        started = time.monotonic()
         table = evaluate_best(experiment, checkpoint)
-        log_evaluation(experiment, tracking_uri, table, best, checkpoint)
+        evaluation_s = time.monotonic() - started
+        info = summary(experiment, table)
+        log_evaluation(experiment, tracking_uri, table, best, checkpoint, info)
+    from tune.evaluation import statistics_table
+
     payload = {
         "checkpoint": checkpoint,
         "tracking_uri": tracking_uri,
         "experiment": experiment.experiment_name,
         "policies": {policy: entry["metrics"] for policy, entry in table.items()},
+        "evaluation": statistics_table(table),
+        "summary": info,
+        "training_s": round(training_s, 1),
+        "evaluation_s": round(evaluation_s, 1),
     }
     if args.json:
         print(json.dumps(json_safe(payload)))
     else:
         if table:
+            from tune.evaluation import format_evaluation
+
             print(f"\nHeld-out evaluation ({len(experiment.evaluation.seeds)} seeds):")
-            print(format_comparison({policy: entry["metrics"] for policy, entry in table.items()}))
+            print(format_evaluation(table, info))
         print(f"\nbest checkpoint: {checkpoint}")
         print(f"MLflow experiment '{experiment.experiment_name}' at {tracking_uri}")
         print(f"open it with: {ui_command(tracking_uri)}")

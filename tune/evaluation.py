@@ -5,48 +5,240 @@ environment: the multi-agent ``pod_scheduling_v0`` plays the simulator's schedul
 parallel over Ray (:mod:`tune.policy_evaluation`); a single-agent formulation plays its
 paper's baselines on the same seeded episodes (:mod:`tune.single_agent_evaluation`).
 
+The protocol, whatever the environment: every policy plays one episode per held-out
+evaluation seed (never a training seed); the learned policy plays twice, greedily
+(``learned-greedy``) and sampled with a per-episode seed (``learned-sampled``); each row
+keeps its per-seed metrics and reports their mean with a 95% Student-t confidence interval
+(:mod:`tune.confidence`); the best heuristic is the one with the lowest mean avg JCT, and
+the learned row of the summary -- the greedy one if ``evaluation.greedy``, else the sampled
+one -- is compared with it as a relative difference.
+
 How to use::
 
-    from tune.evaluation import evaluate_experiment
+    from tune.evaluation import evaluate_experiment, summary
     from tune.policy_evaluation import module_paths
     from tune.rllib_config import module_ids
 
     table = evaluate_experiment(experiment, module_paths(checkpoint, module_ids(experiment)))
-    table["learned"]["metrics"], table["fifo+packing"]["metrics"]
+    table["learned-greedy"]["metrics"]["avg_jct"], table["fifo+packing"]["ci95"]["avg_jct"]
+    summary(experiment, table)["best_heuristic"]
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from tune.confidence import (
+    CI_SUFFIX,
+    HEADLINE_METRICS,
+    best_heuristic,
+    mean_ci,
+    relative_difference,
+)
 from tune.experiment import ExperimentConfig
+from tune.policy_evaluation import (
+    LEARNED,
+    LEARNED_GREEDY,
+    LEARNED_SAMPLED,
+    is_learned,
+    learned_rows,
+)
+
+#: The metric that ranks the heuristics and compares the learned policy with the best.
+RANKING_METRIC = "avg_jct"
 
 
 def evaluate_experiment(
     experiment: ExperimentConfig, modules: dict[str, str] | None = None
 ) -> dict[str, dict[str, Any]]:
-    """``{policy: {"metrics": mean over the evaluation seeds, ...}}`` for the learned
-    policy (when ``modules``, module id -> checkpoint folder, is given) and the configured
-    baselines, on ``experiment.evaluation``'s seeds and environment overrides."""
+    """``{policy: {"metrics": means, "ci95": half-widths, "episodes": per-seed metrics,
+    "seeds", "kind", ...}}`` for the learned policy's two rows (when ``modules``, module
+    id -> checkpoint folder, is given) and the configured baselines, on
+    ``experiment.evaluation``'s seeds and environment overrides."""
     from envs.registry import MULTI_AGENT_ENVIRONMENTS
 
     env_name = experiment.environment.name
     env_config = {**experiment.environment.config, **experiment.evaluation.environment}
     evaluation = experiment.evaluation
     baselines = evaluation.baselines_for(env_name)
+    seeds = list(evaluation.seeds)
     if env_name in MULTI_AGENT_ENVIRONMENTS:
         from tune.policy_evaluation import evaluate
 
-        return evaluate(
-            env_name, env_config, evaluation.seeds, baselines, modules, greedy=evaluation.greedy
-        )
+        table = evaluate(env_name, env_config, seeds, baselines, modules)
+    else:
+        table = _evaluate_single_agent(env_name, env_config, seeds, baselines, modules)
+    return add_statistics(table, env_name)
+
+
+def _evaluate_single_agent(
+    env_name: str,
+    env_config: dict[str, Any],
+    seeds: list[int],
+    baselines: list[str],
+    modules: dict[str, str] | None,
+) -> dict[str, dict[str, Any]]:
+    """The formulation's table with the learned policy as its greedy and sampled rows."""
     from tune.single_agent_evaluation import evaluate_single_agent
 
-    return evaluate_single_agent(
-        env_name,
-        env_config,
-        evaluation.seeds,
-        None if modules is None else modules["default_policy"],
-        baselines,
-        greedy=evaluation.greedy,
+    table: dict[str, dict[str, Any]] = {}
+    if modules is not None:
+        for row in learned_rows():
+            played = evaluate_single_agent(
+                env_name,
+                env_config,
+                seeds,
+                modules["default_policy"],
+                [],
+                greedy=row == LEARNED_GREEDY,
+            )
+            table[row] = played[LEARNED]
+    if baselines:
+        table.update(evaluate_single_agent(env_name, env_config, seeds, None, baselines))
+    for entry in table.values():
+        entry["seeds"] = list(seeds)
+    return table
+
+
+def add_statistics(
+    table: dict[str, dict[str, Any]], env_name: str = "pod_scheduling_v0", level: float = 0.95
+) -> dict[str, dict[str, Any]]:
+    """Add each row's ``kind`` and ``ci95`` (``{metric: half-width}`` of the ``level``
+    Student-t interval of its mean over seeds, from its ``episodes``); returns ``table``.
+
+    The intervals cover the same episodes as the means: for a single-agent formulation the
+    summary metrics of truncated episodes are left out, as in
+    :func:`tune.single_agent_evaluation.evaluate_single_agent`.
+    """
+    from tune.single_agent_evaluation import ALL_EPISODES, FAIR_WHEN_TRUNCATED
+
+    for policy, entry in table.items():
+        entry["kind"] = "learned" if is_learned(policy) else "heuristic"
+        episodes = entry.get("episodes", [])
+        fair = env_name in FAIR_WHEN_TRUNCATED
+        half_widths = {}
+        for metric in entry["metrics"]:
+            counted = [
+                episode
+                for episode in episodes
+                if metric in ALL_EPISODES or fair or not episode.get("truncated")
+            ]
+            half_widths[metric] = mean_ci([episode.get(metric) for episode in counted], level)[1]
+        entry["ci95"] = half_widths
+    return table
+
+
+def summary_row(table: dict[str, Any], greedy: bool) -> str | None:
+    """The learned row the summary compares: greedy if ``greedy``, else sampled."""
+    wanted = LEARNED_GREEDY if greedy else LEARNED_SAMPLED
+    return wanted if wanted in table else None
+
+
+def summary(
+    experiment: ExperimentConfig, table: dict[str, dict[str, Any]], metric: str = RANKING_METRIC
+) -> dict[str, Any]:
+    """Which heuristic was best (lowest mean ``metric``), the learned summary row, and the
+    relative difference of each row's mean ``metric`` to the best heuristic's (negative:
+    lower, i.e. better)."""
+    heuristics = [policy for policy, entry in table.items() if entry.get("kind") == "heuristic"]
+    best = best_heuristic(table, heuristics, metric)
+    reference = table[best]["metrics"][metric] if best is not None else None
+    learned = summary_row(table, experiment.evaluation.greedy)
+    return {
+        "metric": metric,
+        "seeds": list(experiment.evaluation.seeds),
+        "heuristics": len(heuristics),
+        "best_heuristic": best,
+        "learned": learned,
+        "relative_to_best": {
+            policy: relative_difference(entry["metrics"].get(metric), reference)
+            for policy, entry in table.items()
+        },
+    }
+
+
+def statistics_table(table: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The table without its bulky per-job lists: per policy ``kind``, ``metrics`` (means),
+    ``ci95``, ``seeds`` and ``per_seed`` (``{metric: [value per seed]}``), for JSON."""
+    out = {}
+    for policy, entry in table.items():
+        episodes = entry.get("episodes", [])
+        metrics = list(entry["metrics"])
+        out[policy] = {
+            "kind": entry.get("kind"),
+            "metrics": dict(entry["metrics"]),
+            "ci95": dict(entry.get("ci95", {})),
+            "seeds": list(entry.get("seeds", [])),
+            "per_seed": {
+                metric: [episode.get(metric) for episode in episodes] for metric in metrics
+            },
+        }
+    return out
+
+
+def ci_metrics(entry: dict[str, Any]) -> dict[str, float]:
+    """The half-widths of a row's headline metrics as ``<metric>_ci95`` (for MLflow)."""
+    return {
+        f"{metric}{CI_SUFFIX}": value
+        for metric, value in entry.get("ci95", {}).items()
+        if metric in HEADLINE_METRICS
+    }
+
+
+def format_evaluation(table: dict[str, dict[str, Any]], info: dict[str, Any]) -> str:
+    """The comparison as text: one row per policy, mean ± 95% CI of the headline metrics
+    (JCTs and makespan in hours), the relative difference to the best heuristic, and marks
+    for the best heuristic (``*``) and the learned summary row (``>``)."""
+    columns = [
+        (metric, 3600.0 if metric != "avg_contention" else 1.0) for metric in HEADLINE_METRICS
+    ]
+    present = [(m, scale) for m, scale in columns if any(m in e["metrics"] for e in table.values())]
+    if not present:
+        from envs.sim.report import format_comparison
+
+        return format_comparison({policy: entry["metrics"] for policy, entry in table.items()})
+    titles = {
+        "avg_jct": "avg JCT h",
+        "p90_jct": "p90 JCT h",
+        "makespan": "makespan h",
+        "avg_contention": "contention",
+    }
+    header = ["", "policy", *(titles[m] + " ±95%" for m, _ in present), f"vs best {info['metric']}"]
+    rows = []
+    for policy, entry in table.items():
+        mark = (
+            "*"
+            if policy == info.get("best_heuristic")
+            else ">"
+            if policy == info.get("learned")
+            else ""
+        )
+        cells = [mark, policy]
+        for metric, scale in present:
+            cells.append(_mean_pm(entry["metrics"].get(metric), entry["ci95"].get(metric), scale))
+        relative = info["relative_to_best"].get(policy, float("nan"))
+        cells.append("-" if not math.isfinite(relative) else f"{100 * relative:+.1f}%")
+        rows.append(cells)
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
+        for row in [header, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    lines.append(
+        f"* best heuristic of {info['heuristics']} ({info['best_heuristic']}); "
+        f"> learned summary row ({info['learned']}); ± is the 95% Student-t half-width over "
+        f"{len(info['seeds'])} seeds"
     )
+    return "\n".join(lines)
+
+
+def _mean_pm(mean: Any, half_width: Any, scale: float) -> str:
+    """``mean ± half-width`` in units of ``scale`` ("-" when missing)."""
+    if mean is None or not math.isfinite(float(mean)):
+        return "-"
+    text = f"{float(mean) / scale:.3f}"
+    if half_width is not None and math.isfinite(float(half_width)):
+        text += f" ± {float(half_width) / scale:.3f}"
+    return text

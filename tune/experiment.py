@@ -11,6 +11,7 @@ Sections (every key optional except where noted; unknown keys fail with their na
     checkpoint: {frequency: 1, keep: 3}
     evaluation: {seeds: [1000, 1001], baselines: [fifo+packing, ...], environment: {...}}
     tracking: {tracking_uri: null, experiment: null}
+    warm_start: {heuristic: fifo+packing, episodes: 40, epochs: 20, lr: 1.0e-3}  # optional
     seeds: [0]                              # one Tune trial per training seed
 
 ``--set a.b=c`` overrides any key (values parsed as YAML scalars/lists). Derived values
@@ -36,6 +37,22 @@ POLICY_GRADIENT = ("PPO", "APPO")
 SHARING = ("shared", "per-agent")
 #: The schedulers a multi-agent evaluation compares with when the config names none.
 DEFAULT_SCHEDULERS = ("fifo+packing", "fifo+tetris", "fifo+load-balancing", "fifo+lif")
+#: ``evaluation.baselines: all``: the full table of heuristics.
+ALL_BASELINES = "all"
+#: Combinations the pod environment's heuristic driver cannot play. Empty: every one of
+#: the 11 orderings x 8 placements ran to the end on the demo, contended and paper001
+#: settings. las and srtf run non-preemptively there (the agents cannot preempt); random
+#: orderings and placements stay in, seeded by the episode's seed, as the floor any policy
+#: should beat.
+POD_HEURISTICS_EXCLUDED: frozenset[str] = frozenset()
+
+
+def pod_heuristic_names() -> list[str]:
+    """Every ``ordering+placement`` the pod environment's heuristic driver can play."""
+    from envs.schedulers import scheduler_names
+
+    names = scheduler_names().combinations()
+    return [name for name in names if name not in POD_HEURISTICS_EXCLUDED]
 
 
 class ConfigError(ValueError):
@@ -149,12 +166,17 @@ class ResourcesSection:
     num_cpus_per_env_runner: int = 1
     num_learners: int = 0
     num_gpus_per_learner: float = 0.0
+    # CPUs of each learner -- with num_learners=0, of the trial's own process, which Ray
+    # gives that many torch threads (OMP_NUM_THREADS); 1 leaves a 2-core machine's second
+    # core idle while the local learner trains.
+    num_cpus_per_learner: int = 1
 
     def __post_init__(self) -> None:
         _positive_int("resources.num_env_runners", self.num_env_runners, 0)
         _positive_int("resources.num_envs_per_env_runner", self.num_envs_per_env_runner)
         _positive_int("resources.num_cpus_per_env_runner", self.num_cpus_per_env_runner)
         _positive_int("resources.num_learners", self.num_learners, 0)
+        _positive_int("resources.num_cpus_per_learner", self.num_cpus_per_learner)
         if not self.num_gpus_per_learner >= 0:
             raise ConfigError(
                 f"resources.num_gpus_per_learner must be >= 0, got {self.num_gpus_per_learner}"
@@ -208,12 +230,18 @@ class EvaluationSection:
 
     ``baselines``: for the multi-agent environment, simulator schedulers
     (``ordering+placement``); for a single-agent formulation, the names of its own
-    baselines (:func:`tune.single_agent_evaluation.baseline_names`). Left out: the default
-    four schedulers, or every baseline of the formulation.
+    baselines (:func:`tune.single_agent_evaluation.baseline_names`). ``all``: the full
+    table -- every ``ordering+placement`` the pod environment's heuristic driver runs
+    (:data:`POD_HEURISTICS_EXCLUDED` lists those it cannot), or every baseline of the
+    formulation. Left out: the default four schedulers, or every baseline of the formulation.
+
+    The learned policy is always evaluated both greedily and sampled (rows
+    ``learned-greedy`` and ``learned-sampled``); ``greedy`` picks the row that summaries
+    compare with the best heuristic (default: the sampled one, as before both were played).
     """
 
     seeds: list[int] = field(default_factory=lambda: [1000, 1001, 1002])
-    baselines: list[str] | None = None
+    baselines: list[str] | str | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     greedy: bool = False
 
@@ -222,6 +250,22 @@ class EvaluationSection:
             isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 for seed in self.seeds
         ):
             raise ConfigError(f"evaluation.seeds must be non-negative integers, got {self.seeds!r}")
+        if isinstance(self.baselines, str):
+            if self.baselines != ALL_BASELINES:
+                raise ConfigError(
+                    f"evaluation.baselines must be a list of names or '{ALL_BASELINES}', "
+                    f"got {self.baselines!r}"
+                )
+        elif self.baselines is not None and (
+            not isinstance(self.baselines, list)
+            or not all(isinstance(name, str) for name in self.baselines)
+        ):
+            raise ConfigError(
+                f"evaluation.baselines must be a list of names or '{ALL_BASELINES}', "
+                f"got {self.baselines!r}"
+            )
+        if not isinstance(self.greedy, bool):
+            raise ConfigError(f"evaluation.greedy must be true or false, got {self.greedy!r}")
 
     def baselines_for(self, env_name: str) -> list[str]:
         """The baselines to compare on ``env_name``: the configured ones, else its defaults;
@@ -234,6 +278,8 @@ class EvaluationSection:
         if env_name in MULTI_AGENT_ENVIRONMENTS:
             from envs.schedulers import make_scheduler
 
+            if self.baselines == ALL_BASELINES:
+                return pod_heuristic_names()
             names = list(DEFAULT_SCHEDULERS if self.baselines is None else self.baselines)
             for name in names:
                 try:
@@ -247,7 +293,7 @@ class EvaluationSection:
             known = baseline_names(env_name)
         except ValueError as error:
             raise ConfigError(f"evaluation: {error}") from None
-        names = list(known if self.baselines is None else self.baselines)
+        names = list(known if self.baselines in (None, ALL_BASELINES) else self.baselines)
         unknown = [name for name in names if name not in known]
         if unknown:
             raise ConfigError(
@@ -255,6 +301,61 @@ class EvaluationSection:
                 f"known: {', '.join(known)}"
             )
         return names
+
+
+@dataclass(frozen=True)
+class WarmStartSection:
+    """Imitation warm start (:mod:`tune.imitation`): before RL, the actor is trained by
+    behaviour cloning of ``heuristic`` (a simulator scheduler, ``ordering+placement``) and
+    the critic on the heuristic's discounted returns.
+
+    Trajectories come from ``episodes`` training episodes with seeds ``seeds_from``,
+    ``seeds_from + 1``, ...; the next ``heldout_episodes`` seeds are recorded for the
+    reported imitation accuracy only. ``epochs`` passes of Adam (``lr``) over minibatches
+    of ``minibatch_size`` agent steps; ``value_weight`` weighs the critic's loss (0: the
+    critic keeps its random start); ``seed`` makes the pretraining deterministic.
+    """
+
+    heuristic: str = "fifo+packing"
+    episodes: int = 40
+    heldout_episodes: int = 5
+    epochs: int = 20
+    lr: float = 1.0e-3
+    minibatch_size: int = 256
+    value_weight: float = 0.5
+    seeds_from: int = 100_000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        from envs.schedulers import make_scheduler
+
+        if not isinstance(self.heuristic, str):
+            raise ConfigError(
+                f"warm_start.heuristic must be a scheduler name, got {self.heuristic!r}"
+            )
+        try:
+            make_scheduler(self.heuristic)
+        except ValueError as error:
+            raise ConfigError(f"warm_start.heuristic: {error}") from None
+        for key in ("episodes", "heldout_episodes", "epochs", "minibatch_size"):
+            _positive_int(f"warm_start.{key}", getattr(self, key))
+        _positive_int("warm_start.seeds_from", self.seeds_from, 0)
+        _positive_int("warm_start.seed", self.seed, 0)
+        if not (isinstance(self.lr, int | float) and 0 < self.lr < 1):
+            raise ConfigError(f"warm_start.lr must be in (0, 1), got {self.lr!r}")
+        if not (isinstance(self.value_weight, int | float) and self.value_weight >= 0):
+            raise ConfigError(f"warm_start.value_weight must be >= 0, got {self.value_weight!r}")
+
+    @property
+    def training_seeds(self) -> list[int]:
+        """The seeds of the episodes the module is trained on."""
+        return list(range(self.seeds_from, self.seeds_from + self.episodes))
+
+    @property
+    def heldout_seeds(self) -> list[int]:
+        """The seeds of the episodes the imitation accuracy is measured on."""
+        start = self.seeds_from + self.episodes
+        return list(range(start, start + self.heldout_episodes))
 
 
 @dataclass(frozen=True)
@@ -279,6 +380,7 @@ class ExperimentConfig:
     evaluation: EvaluationSection = field(default_factory=EvaluationSection)
     tracking: TrackingSection = field(default_factory=TrackingSection)
     seeds: list[int] = field(default_factory=lambda: [0])
+    warm_start: WarmStartSection | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -294,6 +396,31 @@ class ExperimentConfig:
                 "held-out seeds"
             )
         self.evaluation.baselines_for(self.environment.name)  # a bad name fails before Ray
+        if self.warm_start is not None:
+            self._check_warm_start(self.warm_start)
+
+    def _check_warm_start(self, warm_start: WarmStartSection) -> None:
+        from envs.registry import MULTI_AGENT_ENVIRONMENTS
+
+        # The heuristic driver turns simulator schedulers into the per-pod agents' actions.
+        if self.environment.name not in MULTI_AGENT_ENVIRONMENTS:
+            raise ConfigError(
+                f"warm_start needs a multi-agent environment "
+                f"({', '.join(MULTI_AGENT_ENVIRONMENTS)}), got {self.environment.name!r}"
+            )
+        if self.algorithm.name not in POLICY_GRADIENT:
+            raise ConfigError(
+                f"warm_start trains an actor and a critic; algorithm.name={self.algorithm.name!r} "
+                f"has none; allowed: {', '.join(POLICY_GRADIENT)}"
+            )
+        recorded = set(warm_start.training_seeds) | set(warm_start.heldout_seeds)
+        overlap = sorted(recorded & set(self.evaluation.seeds))
+        if overlap:
+            raise ConfigError(
+                f"evaluation.seeds {overlap} are also warm_start seeds (warm_start.seeds_from="
+                f"{warm_start.seeds_from}, episodes + heldout_episodes="
+                f"{warm_start.episodes + warm_start.heldout_episodes}); move warm_start.seeds_from"
+            )
 
     @property
     def experiment_name(self) -> str:
@@ -318,7 +445,10 @@ SECTIONS: dict[str, type] = {
     "checkpoint": CheckpointSection,
     "evaluation": EvaluationSection,
     "tracking": TrackingSection,
+    "warm_start": WarmStartSection,
 }
+#: Sections that are off (None) unless the config has them.
+OPTIONAL_SECTIONS = frozenset({"warm_start"})
 
 
 def config_from_dict(data: dict[str, Any]) -> ExperimentConfig:
@@ -331,7 +461,11 @@ def config_from_dict(data: dict[str, Any]) -> ExperimentConfig:
         raise ConfigError(
             f"unknown top-level key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
         )
-    sections = {key: _build(cls, data.get(key), key) for key, cls in SECTIONS.items()}
+    sections = {
+        key: _build(cls, data.get(key), key)
+        for key, cls in SECTIONS.items()
+        if key not in OPTIONAL_SECTIONS or data.get(key) is not None
+    }
     top = {key: data[key] for key in ("name", "seeds") if key in data}
     try:
         return ExperimentConfig(**top, **sections)

@@ -3,11 +3,13 @@
 Every policy plays the same episodes (one per evaluation seed: the environment draws the
 workload from the seed exactly as ``simulate.py run --seed`` does), and each episode's
 simulator yields the metrics of :class:`envs.sim.SimulationResult`; a policy's figure is
-the mean over seeds, so learned and heuristic policies are compared like for like. The
-learned policy samples its actions from its masked distribution, seeded per episode (a
-PPO policy is stochastic; its argmax can lock into sending the same job back to wait
-forever), or acts greedily with ``greedy=True``. Episodes run as Ray tasks when Ray is
-up, else in this process.
+the mean over seeds (per-seed figures kept, for confidence intervals), so learned and
+heuristic policies are compared like for like. The learned policy plays twice: greedily
+(``learned-greedy``: the argmax of its masked logits) and sampled (``learned-sampled``:
+actions drawn from its masked distribution with a torch generator seeded by the episode's
+seed, so a run repeats exactly). Both matter: a PPO policy is stochastic and its argmax can
+lock into sending the same job back to wait forever, while sampling adds noise a deployed
+scheduler would not have. Episodes run as Ray tasks when Ray is up, else in this process.
 """
 
 from __future__ import annotations
@@ -20,6 +22,22 @@ import numpy as np
 from envs.sim import SimulationResult
 
 LEARNED = "learned"
+#: The learned policy's two evaluation rows: argmax actions, and actions sampled per episode.
+LEARNED_GREEDY = "learned-greedy"
+LEARNED_SAMPLED = "learned-sampled"
+LEARNED_ROWS = (LEARNED_GREEDY, LEARNED_SAMPLED)
+
+
+def learned_rows(greedy: bool | None = None) -> list[str]:
+    """The learned policy's rows: both (``None``), or only the greedy or the sampled one."""
+    if greedy is None:
+        return list(LEARNED_ROWS)
+    return [LEARNED_GREEDY if greedy else LEARNED_SAMPLED]
+
+
+def is_learned(policy: str) -> bool:
+    """Whether ``policy`` names a row of the learned policy (not a heuristic)."""
+    return policy == LEARNED or policy in LEARNED_ROWS
 
 
 def module_paths(checkpoint: str | Path, module_ids: list[str]) -> dict[str, str]:
@@ -73,7 +91,8 @@ def run_episode(
     modules: dict[str, str] | None = None,
     greedy: bool = False,
 ) -> dict[str, Any]:
-    """One episode of ``policy`` ("learned" with ``modules`` paths, or a heuristic name).
+    """One episode of ``policy``: a heuristic name, or the learned policy with ``modules``
+    paths as ``learned-greedy``, ``learned-sampled``, or ``learned`` (greedy as ``greedy``).
 
     Returns the episode's simulator metrics, its per-job arrays (for JCT CDFs) and return.
     """
@@ -82,10 +101,13 @@ def run_episode(
 
     env = make_env(env_name, **env_config)
     observations, _ = env.reset(seed=seed)
-    if policy == LEARNED:
+    if is_learned(policy):
+        if policy != LEARNED:
+            greedy = policy == LEARNED_GREEDY
         from ray.rllib.core.rl_module.rl_module import RLModule
 
-        assert modules is not None
+        if not modules:
+            raise ValueError(f"policy {policy!r} needs the learned modules' checkpoint paths")
         loaded = {module_id: RLModule.from_checkpoint(path) for module_id, path in modules.items()}
         mapping = {
             agent: "shared" if "shared" in loaded else agent for agent in env.possible_agents
@@ -123,25 +145,27 @@ def evaluate(
     seeds: list[int],
     baselines: list[str],
     modules: dict[str, str] | None = None,
-    greedy: bool = False,
+    greedy: bool | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """``{policy: {"metrics": mean metrics over seeds, "jct": all jobs' JCTs, ...}}``.
+    """``{policy: {"metrics": mean metrics over seeds, "episodes": per-seed metrics,
+    "seeds", "jct": all jobs' JCTs, "episode_return": mean return}}``.
 
-    The learned policy is included when ``modules`` (module id -> checkpoint path) is given.
+    The learned policy is included when ``modules`` (module id -> checkpoint path) is
+    given: as both rows ``learned-greedy`` and ``learned-sampled`` (``greedy=None``), or
+    only the greedy (``True``) or the sampled (``False``) one. Its rows come first, then
+    ``baselines`` in order; ``episodes[i]`` is the episode of ``seeds[i]``.
     """
     import ray
 
-    policies = ([LEARNED] if modules else []) + list(baselines)
+    policies = (learned_rows(greedy) if modules else []) + list(baselines)
     jobs = [(policy, seed) for policy in policies for seed in seeds]
     if ray.is_initialized():
         remote = ray.remote(num_cpus=1)(run_episode)
         episodes = ray.get(
-            [
-                remote.remote(env_name, env_config, seed, policy, modules, greedy)
-                for policy, seed in jobs
-            ]
+            [remote.remote(env_name, env_config, seed, policy, modules) for policy, seed in jobs]
         )
     else:
+        # The policy name carries the learned mode, so this path cannot drop it.
         episodes = [
             run_episode(env_name, env_config, seed, policy, modules) for policy, seed in jobs
         ]
@@ -151,6 +175,11 @@ def evaluate(
         keys = mine[0]["metrics"].keys()
         table[policy] = {
             "metrics": {key: _mean([episode["metrics"][key] for episode in mine]) for key in keys},
+            "episodes": [
+                {**episode["metrics"], "episode_return": episode["episode_return"]}
+                for episode in mine
+            ],
+            "seeds": [episode["seed"] for episode in mine],
             "jct": [value for episode in mine for value in episode["jct"]],
             "episode_return": _mean([episode["episode_return"] for episode in mine]),
         }

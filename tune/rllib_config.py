@@ -26,6 +26,19 @@ def own_policy(agent_id: str, episode: Any = None, **kwargs: Any) -> str:
     return agent_id
 
 
+def share_observations(*, env: Any, **kwargs: Any) -> None:
+    """RLlib's ``on_environment_created``: hand the multi-agent vector env's observations on
+    without deep-copying them at every step.
+
+    The copy guards environments that refill their observation arrays in place; ours
+    builds new arrays every step and never writes to the constant ones (graph structure)
+    it hands out, so the copy only cost time: about a tenth of sampling at k=4 with
+    8 environments per runner, more with more agents.
+    """
+    if hasattr(env, "copy"):
+        env.copy = False
+
+
 def default_config(name: str) -> Any:
     """A fresh RLlib AlgorithmConfig of the named algorithm."""
     if name == "PPO":
@@ -41,8 +54,15 @@ def default_config(name: str) -> Any:
     return DQNConfig()
 
 
-def algorithm_config(experiment: ExperimentConfig, seed: int | None = None) -> Any:
-    """The RLlib AlgorithmConfig of ``experiment`` (seeded when ``seed`` is given)."""
+def algorithm_config(
+    experiment: ExperimentConfig, seed: int | None = None, warm_start_path: str | None = None
+) -> Any:
+    """The RLlib AlgorithmConfig of ``experiment`` (seeded when ``seed`` is given).
+
+    ``warm_start_path``: an RLModule folder (``save_to_path``, see :mod:`tune.imitation`)
+    every module starts from; RLlib loads it into the learner's modules when the algorithm
+    is built and syncs the weights to the env runners.
+    """
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
@@ -62,8 +82,12 @@ def algorithm_config(experiment: ExperimentConfig, seed: int | None = None) -> A
         # (quadratic; 7x slower measured on these machines, see shared/notes).
         episodes_to_numpy=False,
     )
+    if experiment.environment.name in MULTI_AGENT_ENVIRONMENTS:
+        config = config.callbacks(on_environment_created=share_observations)
     config = config.learners(
-        num_learners=resources.num_learners, num_gpus_per_learner=resources.num_gpus_per_learner
+        num_learners=resources.num_learners,
+        num_gpus_per_learner=resources.num_gpus_per_learner,
+        num_cpus_per_learner=resources.num_cpus_per_learner,
     )
     training: dict[str, Any] = {
         "lr": algorithm.lr,
@@ -83,7 +107,9 @@ def algorithm_config(experiment: ExperimentConfig, seed: int | None = None) -> A
     # Settings go through the algorithm's model_config (which RLlib copies into every
     # module spec), so a Tune search space inside them is resolved per trial.
     config = config.rl_module(model_config=dict(experiment.model.config))
-    module = RLModuleSpec(module_class=module_class(experiment.model.name))
+    module = RLModuleSpec(
+        module_class=module_class(experiment.model.name), load_state_path=warm_start_path
+    )
     if experiment.environment.name in MULTI_AGENT_ENVIRONMENTS:
         if experiment.model.sharing == "shared":
             config = config.multi_agent(policies={"shared"}, policy_mapping_fn=shared_policy)

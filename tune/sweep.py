@@ -98,6 +98,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.num_samples < 1:
             raise ConfigError(f"--num-samples must be >= 1, got {args.num_samples}")
         experiment = load_config(args.config, args.set)
+        if experiment.warm_start is not None:
+            # The search space changes the network's shape and the action space (GNN depth
+            # and width, device/server level): one pretrained module cannot fit every trial.
+            raise ConfigError(
+                "warm_start is not supported by sweep.py (the sweep varies the network and "
+                "graph level); remove it (--set warm_start=null) or train with platform/train.py"
+            )
     except (ConfigError, ValueError) as error:
         print(f"sweep.py: error: {error}", file=sys.stderr)
         return 2

@@ -85,28 +85,36 @@ def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path) -> None
     payload = last_json(result.stdout)
     assert Path(payload["checkpoint"]).is_dir()
     assert payload["tracking_uri"] == uri and payload["experiment"] == "tiny"
-    assert set(payload["policies"]) == {"learned", "fifo+packing"}
+    # The learned policy plays greedily and sampled: two rows.
+    assert set(payload["policies"]) == {"learned-greedy", "learned-sampled", "fifo+packing"}
+    assert payload["summary"]["best_heuristic"] == "fifo+packing"
+    assert payload["summary"]["learned"] == "learned-sampled"
+    assert payload["evaluation"]["fifo+packing"]["per_seed"]["jobs_finished"] == [8]
     assert payload["policies"]["fifo+packing"]["jobs_finished"] == 8
     runs = runs_of(uri, "tiny")
     training = [run for run in runs if run.data.tags.get("stage") != "evaluation"]
     evaluation = {
         run.data.tags["policy"]: run for run in runs if run.data.tags.get("stage") == "evaluation"
     }
-    assert len(training) == 1 and set(evaluation) == {"learned", "fifo+packing"}
+    assert len(training) == 1
+    assert set(evaluation) == {"learned-greedy", "learned-sampled", "fifo+packing"}
     train_run = training[0]
     assert train_run.data.params["algorithm.train_batch_size"] == "200"
     assert train_run.data.tags["topology"] == "fat-tree"
     history = client(uri).get_metric_history(train_run.info.run_id, "episode_return_mean")
     assert [metric.step for metric in history] == [1, 2]
     # The same metric names for the learned policy and the heuristic: comparable in the UI.
-    assert set(evaluation["learned"].data.metrics) == set(evaluation["fifo+packing"].data.metrics)
-    assert "avg_jct" in evaluation["fifo+packing"].data.metrics
-    artifacts = {a.path for a in client(uri).list_artifacts(evaluation["learned"].info.run_id)}
+    learned = evaluation["learned-sampled"]
+    assert set(learned.data.metrics) == set(evaluation["fifo+packing"].data.metrics)
+    assert {"avg_jct", "avg_jct_ci95"} <= set(evaluation["fifo+packing"].data.metrics)
+    assert evaluation["fifo+packing"].data.tags["best_heuristic"] == "true"
+    artifacts = {a.path for a in client(uri).list_artifacts(learned.info.run_id)}
     assert artifacts == {
         "config.yaml",
         "learning_curve.png",
         "jct_cdf.png",
         "evaluation.csv",
+        "evaluation.json",
         "checkpoint.txt",
     }
 
@@ -208,11 +216,12 @@ def test_logging_to_a_real_mlflow_server(tmp_path: Path) -> None:
         assert result.returncode == 0, result.stderr[-3000:]
         runs = runs_of(uri, "tiny")
         policies = {run.data.tags.get("policy") for run in runs}
-        assert {"learned", "fifo+packing"} <= policies
+        assert {"learned-sampled", "fifo+packing"} <= policies
         learned = next(
             r
             for r in runs
-            if r.data.tags.get("stage") == "evaluation" and r.data.tags["policy"] == "learned"
+            if r.data.tags.get("stage") == "evaluation"
+            and r.data.tags["policy"] == "learned-sampled"
         )
         assert {a.path for a in client(uri).list_artifacts(learned.info.run_id)} >= {
             "config.yaml",
@@ -287,7 +296,7 @@ def test_ray_job_submit_on_a_real_head(tmp_path: Path) -> None:
         jobs = JobSubmissionClient(f"http://127.0.0.1:{dashboard}").list_jobs()
         assert [job.status for job in jobs] == [JobStatus.SUCCEEDED]
         runs = runs_of(uri, "tiny")
-        assert {"learned", "fifo+packing"} <= {run.data.tags.get("policy") for run in runs}
+        assert {"learned-sampled", "fifo+packing"} <= {run.data.tags.get("policy") for run in runs}
     finally:
         # Stop exactly this head: the processes started with our session folder, and
         # their children (agents and workers, whose names do not show the folder).

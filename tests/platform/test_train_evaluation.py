@@ -38,7 +38,7 @@ def test_deeprm_training_ends_with_the_papers_baselines_side_by_side(tmp_path: P
     )
     assert result.returncode == 0, result.stderr[-3000:]
     policies = last_json(result.stdout)["policies"]
-    assert list(policies) == ["learned", "sjf", "packer"]
+    assert list(policies) == ["learned-greedy", "learned-sampled", "sjf", "packer"]
     # SJF books every job it can: its two episodes end with every job done.
     assert policies["sjf"]["truncated"] == 0.0 and math.isfinite(policies["sjf"]["mean_slowdown"])
     evaluation = {
@@ -46,9 +46,16 @@ def test_deeprm_training_ends_with_the_papers_baselines_side_by_side(tmp_path: P
         for run in runs_of(uri, "podsched-deeprm")
         if run.data.tags.get("stage") == "evaluation"
     }
-    assert set(evaluation) == {"learned", "sjf", "packer"}
+    assert set(evaluation) == {"learned-greedy", "learned-sampled", "sjf", "packer"}
     assert "mean_slowdown" in evaluation["packer"].data.metrics
-    assert evaluation["learned"].data.params["evaluation.seeds"] == "1000,1001"
-    artifacts = {a.path for a in client(uri).list_artifacts(evaluation["learned"].info.run_id)}
+    learned = evaluation["learned-sampled"]
+    assert learned.data.params["evaluation.seeds"] == "1000,1001"
+    artifacts = {a.path for a in client(uri).list_artifacts(learned.info.run_id)}
     # No per-job JCT list in a DeepRM summary, so no JCT CDF; the table is there.
-    assert artifacts == {"config.yaml", "learning_curve.png", "evaluation.csv", "checkpoint.txt"}
+    assert artifacts == {
+        "config.yaml",
+        "learning_curve.png",
+        "evaluation.csv",
+        "evaluation.json",
+        "checkpoint.txt",
+    }

@@ -1,0 +1,215 @@
+"""Learned schedulers against the full heuristic table, one setting at a time (issue 12).
+
+How to run: ``python benchmarks/bench_learning.py [demo|contended|paper001 ...]`` (default:
+all three; each trains for about 15 minutes on 2 CPUs, then evaluates), or
+``python benchmarks/run.py learning``.
+
+What you get: for each setting, ``platform/train.py --config tune/configs/<setting>.yaml
+--json`` runs as a subprocess (its wall clock timed); from its JSON, one table per setting:
+every learned row and the best heuristic (marked ``*``) plus the heuristics the goal names,
+with avg JCT as mean ± 95% Student-t confidence interval over the held-out seeds, p90 JCT,
+CS (mean contention), the difference to the best heuristic, and whether the setting's goal
+is met; then ``benchmarks/results/learning.json`` with every row of every table.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from common import print_table, write_results
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAIN = ROOT / "platform" / "train.py"
+CONFIGS = ROOT / "tune" / "configs"
+STORAGE = ROOT / ".scratch" / "bench_learning"
+#: 001's baselines, which the paper001 goal names one by one.
+PAPER_BASELINES = ("fifo+tetris", "fifo+load-balancing", "fifo+lif")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A config and the goal its learned row must reach on mean avg JCT.
+
+    ``within``: at most this much worse than the best heuristic (0.03: within 3%).
+    ``below_best``: at least this much lower than the best heuristic. ``below_each``: at
+    least ``below_each[1]`` lower than each of the heuristics ``below_each[0]``.
+    """
+
+    name: str
+    goal: str
+    within: float | None = None
+    below_best: float | None = None
+    below_each: tuple[tuple[str, ...], float] | None = None
+
+
+SETTINGS = {
+    setting.name: setting
+    for setting in (
+        Setting("demo", "learned avg JCT within 3% of the best heuristic", within=0.03),
+        Setting("contended", ">= 10% lower avg JCT than the best heuristic", below_best=0.10),
+        Setting(
+            "paper001",
+            ">= 20% lower avg JCT than each of fifo+tetris, fifo+load-balancing, fifo+lif, "
+            "and no worse than the best heuristic",
+            within=0.0,
+            below_each=(PAPER_BASELINES, 0.20),
+        ),
+    )
+}
+
+
+def goal_met(setting: Setting, payload: dict[str, Any]) -> bool | None:
+    """Whether the learned summary row meets ``setting``'s goal (None: nothing to judge)."""
+    summary = payload.get("summary") or {}
+    learned, best = summary.get("learned"), summary.get("best_heuristic")
+    policies = payload.get("evaluation") or {}
+    if learned is None or best is None:
+        return None
+    value = policies[learned]["metrics"].get("avg_jct")
+    if value is None:
+        return None
+
+    def relative_to(name: str) -> float:
+        reference = policies.get(name, {}).get("metrics", {}).get("avg_jct")
+        if reference is None or not reference:
+            return math.nan
+        return (value - reference) / reference
+
+    checks = []
+    if setting.within is not None:
+        checks.append(relative_to(best) <= setting.within)
+    if setting.below_best is not None:
+        checks.append(relative_to(best) <= -setting.below_best)
+    if setting.below_each is not None:
+        names, margin = setting.below_each
+        checks += [relative_to(name) <= -margin for name in names]
+    return all(checks)
+
+
+def train(setting: Setting) -> tuple[dict[str, Any], float]:
+    """Run train.py on the setting's config; its final JSON object and wall-clock seconds."""
+    command = [
+        sys.executable,
+        str(TRAIN),
+        "--config",
+        str(CONFIGS / f"{setting.name}.yaml"),
+        "--storage",
+        str(STORAGE),
+        "--json",
+    ]
+    print(f"training {setting.name}: {' '.join(command[1:])}", flush=True)
+    started = time.perf_counter()
+    result = subprocess.run(
+        command, capture_output=True, text=True, cwd=ROOT, env={**os.environ}, check=False
+    )
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"train.py on {setting.name} exited with status {result.returncode}: "
+            f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ''}"
+        )
+    return json.loads(result.stdout.strip().splitlines()[-1]), elapsed
+
+
+def _hours(seconds: Any) -> str:
+    return "-" if seconds is None else f"{seconds / 3600:.3f}"
+
+
+def rows_of(setting: Setting, payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The table's rows: learned rows, the best heuristic, and the heuristics of the goal."""
+    summary = payload["summary"]
+    policies = payload["evaluation"]
+    best = summary["best_heuristic"]
+    shown = [name for name, entry in policies.items() if entry["kind"] == "learned"]
+    shown += [best] if best else []
+    if setting.below_each is not None:
+        shown += [name for name in setting.below_each[0] if name in policies and name != best]
+    rows = []
+    for name in shown:
+        entry = policies[name]
+        rows.append(
+            {
+                "setting": setting.name,
+                "policy": name,
+                "kind": entry["kind"],
+                "best_heuristic": name == best,
+                "learned_summary": name == summary["learned"],
+                "avg_jct": entry["metrics"].get("avg_jct"),
+                "avg_jct_ci95": entry["ci95"].get("avg_jct"),
+                "p90_jct": entry["metrics"].get("p90_jct"),
+                "p90_jct_ci95": entry["ci95"].get("p90_jct"),
+                "avg_contention": entry["metrics"].get("avg_contention"),
+                "avg_contention_ci95": entry["ci95"].get("avg_contention"),
+                "vs_best": summary["relative_to_best"].get(name),
+                "seeds": len(entry["seeds"]),
+            }
+        )
+    return rows
+
+
+def report(setting: Setting, payload: dict[str, Any], wall_s: float) -> dict[str, Any]:
+    """Print the setting's table; return its record for the JSON file."""
+    rows = rows_of(setting, payload)
+    met = goal_met(setting, payload)
+    summary = payload["summary"]
+    table = []
+    for row in rows:
+        mark = "*" if row["best_heuristic"] else ">" if row["learned_summary"] else ""
+        mean = _hours(row["avg_jct"])
+        if row["avg_jct_ci95"] is not None:
+            mean += f" ± {_hours(row['avg_jct_ci95'])}"
+        vs_best = "-" if row["vs_best"] is None else f"{100 * row['vs_best']:+.1f}%"
+        contention = "-" if row["avg_contention"] is None else f"{row['avg_contention']:.3f}"
+        table.append([mark, row["policy"], mean, _hours(row["p90_jct"]), contention, vs_best])
+    print_table(
+        f"{setting.name}: {summary['heuristics']} heuristics, {len(summary['seeds'])} held-out "
+        f"seeds, training {payload.get('training_s', 0) / 60:.1f} min, wall {wall_s / 60:.1f} min"
+        f" | goal: {setting.goal} -> {'MET' if met else 'not met' if met is False else '?'}",
+        ["", "policy", "avg JCT h ±95%", "p90 JCT h", "CS", "vs best"],
+        table,
+    )
+    print("* best heuristic  > learned row of the summary (evaluation.greedy)")
+    return {
+        "setting": setting.name,
+        "goal": setting.goal,
+        "goal_met": met,
+        "best_heuristic": summary["best_heuristic"],
+        "learned": summary["learned"],
+        "heuristics": summary["heuristics"],
+        "seeds": summary["seeds"],
+        "training_minutes": round(payload.get("training_s", 0) / 60, 2),
+        "evaluation_minutes": round(payload.get("evaluation_s", 0) / 60, 2),
+        "wall_minutes": round(wall_s / 60, 2),
+        "checkpoint": payload.get("checkpoint"),
+        "rows": rows,
+    }
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    """Train and evaluate the selected settings (argv names them; default all); print one
+    table per setting; write ``results/learning.json``."""
+    selected = list(SETTINGS) if not argv else list(argv)
+    unknown = [name for name in selected if name not in SETTINGS]
+    if unknown:
+        raise SystemExit(
+            f"bench_learning.py: unknown setting(s) {', '.join(unknown)}; known: "
+            f"{', '.join(SETTINGS)}"
+        )
+    records = []
+    for name in selected:
+        payload, wall_s = train(SETTINGS[name])
+        records.append(report(SETTINGS[name], payload, wall_s))
+    write_results("learning", records)
+    return records
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

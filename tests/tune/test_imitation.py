@@ -1,0 +1,185 @@
+"""Imitation warm start: recording, the masked loss, pretraining, loading into RLlib, config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from envs.pod.heuristic import HeuristicPodPolicy
+from envs.pod_env import PodSchedulingEnv
+from tune.experiment import ConfigError, config_from_dict
+from tune.imitation import (
+    build_module,
+    discounted_returns,
+    masked_cross_entropy,
+    record_trajectories,
+    warm_start,
+)
+
+# Two racks of two power8 servers: two scheduler agents, forwarding, a few short episodes.
+ENV = {
+    "topology": "racks",
+    "topology_params": {"racks": [2, 2]},
+    "num_jobs": 8,
+    "reward": "jct",
+    "workload_params": {"rate": 3.0},
+}
+MODEL = {"hidden": 8, "inner_layers": 1, "inter_layers": 1, "encoder_hidden": 16, "head_hidden": 16}
+
+
+def tiny_experiment(**warm: object) -> object:
+    """A tiny experiment with a warm_start section (``warm`` overrides its keys)."""
+    return config_from_dict(
+        {
+            "environment": {"name": "pod_scheduling_v0", "config": ENV},
+            "model": {"name": "pod_gnn", "config": MODEL},
+            "algorithm": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1},
+            "warm_start": {
+                "episodes": 4,
+                "heldout_episodes": 2,
+                "epochs": 8,
+                "lr": 3e-3,
+                "minibatch_size": 64,
+                **warm,
+            },
+        }
+    )
+
+
+def test_recorded_actions_equal_the_heuristic_drivers() -> None:
+    seeds = [3, 4]
+    recorded = record_trajectories("pod_scheduling_v0", ENV, "fifo+packing", seeds, 0.9)
+    actions, masks, episodes = [], [], []
+    env = PodSchedulingEnv(**ENV)
+    for seed in seeds:
+        observations, _ = env.reset(seed=seed)
+        driver = HeuristicPodPolicy(env, "fifo+packing", seed=seed)
+        while env.agents:
+            chosen = driver.actions()
+            for agent, action in chosen.items():
+                actions.append(action)
+                masks.append(observations[agent]["action_mask"])
+                episodes.append(seed)
+            observations, *_ = env.step(chosen)
+    np.testing.assert_array_equal(recorded.actions, actions)
+    np.testing.assert_array_equal(recorded.observations["action_mask"], np.stack(masks))
+    np.testing.assert_array_equal(recorded.episodes, episodes)
+    # The heuristic only ever takes legal actions.
+    assert recorded.observations["action_mask"][np.arange(len(actions)), actions].all()
+
+
+def test_discounted_returns_per_agent() -> None:
+    rewards = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, -1.0]])
+    expected = np.array([[1 + 0.5**2 * 3, 0.5 * 2 - 0.25], [0.5 * 3, 2 - 0.5], [3.0, -1.0]])
+    np.testing.assert_allclose(discounted_returns(rewards, 0.5), expected)
+
+
+def test_cross_entropy_excludes_single_legal_action_steps() -> None:
+    # Rows 0 and 2 have a choice; rows 1 and 3 can only wait (their logits masked like the
+    # module's, with a large negative value).
+    mask = torch.tensor([[1, 1, 1], [0, 0, 1], [1, 0, 1], [0, 0, 1]], dtype=torch.int8)
+    logits = torch.tensor(
+        [[2.0, 0.5, -1.0], [-1e9, -1e9, 0.3], [0.1, -1e9, 1.2], [-1e9, -1e9, -4.0]]
+    )
+    actions = torch.tensor([1, 2, 0, 2])
+    loss, informative = masked_cross_entropy(logits, actions, mask)
+    assert informative.tolist() == [True, False, True, False]
+    expected = (
+        -(torch.log_softmax(logits[0], -1)[1] + torch.log_softmax(logits[2, [0, 2]], -1)[0]) / 2
+    )
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    # Single-action rows neither count in the mean nor get a gradient.
+    logits = logits.clone().requires_grad_(True)
+    masked_cross_entropy(logits, actions, mask)[0].backward()
+    assert logits.grad is not None
+    assert torch.all(logits.grad[[1, 3]] == 0)
+    only_waits = masked_cross_entropy(logits[[1, 3]], actions[[1, 3]], mask[[1, 3]])[0]
+    assert only_waits.item() == 0.0
+
+
+def test_pretraining_beats_random_legal_actions_and_is_deterministic(tmp_path: Path) -> None:
+    experiment = tiny_experiment()
+    path, report = warm_start(experiment, tmp_path / "first")
+    assert report.heldout_informative > 50
+    assert report.accuracy > report.random_accuracy + 0.25, report
+    assert report.critic_loss < 1.0, report  # better than predicting the mean return
+    # Saved where RLlib can load it, and the same bits on a second run with the same seed.
+    again = build_module(experiment)
+    again.restore_from_path(path)
+    _, second = warm_start(
+        tiny_experiment(epochs=1, episodes=1, heldout_episodes=1), tmp_path / "a"
+    )
+    _, third = warm_start(tiny_experiment(epochs=1, episodes=1, heldout_episodes=1), tmp_path / "b")
+    assert second == third
+    state_a = build_module(experiment)
+    state_a.restore_from_path(str(tmp_path / "a"))
+    state_b = build_module(experiment)
+    state_b.restore_from_path(str(tmp_path / "b"))
+    for key, value in state_a.state_dict().items():
+        assert torch.equal(value, state_b.state_dict()[key]), key
+
+
+@pytest.mark.integration
+def test_the_saved_module_loads_into_the_algorithm(ray_local, tmp_path: Path) -> None:
+    from tune.rllib_config import algorithm_config
+
+    experiment = tiny_experiment(epochs=1, episodes=1, heldout_episodes=1)
+    path, _ = warm_start(experiment, tmp_path / "warm")
+    saved = build_module(experiment)
+    saved.restore_from_path(path)
+    expected = saved.state_dict()
+    fresh = algorithm_config(experiment, seed=0).build_algo()
+    algo = algorithm_config(experiment, seed=0, warm_start_path=path).build_algo()
+    try:
+        learner = algo.learner_group._learner.module["shared"]
+        runner = algo.env_runner.module["shared"]
+        for module in (learner, runner):
+            state = module.state_dict()
+            assert state.keys() == expected.keys()
+            for key, value in expected.items():
+                assert torch.equal(state[key].cpu(), value), key
+        # Without the path the weights are RLlib's own random start, not the saved ones.
+        untouched = fresh.learner_group._learner.module["shared"].state_dict()
+        assert any(not torch.equal(untouched[key], value) for key, value in expected.items())
+    finally:
+        algo.stop()
+        fresh.stop()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"warm_start": {"heuristic": "fifo+warp"}}, r"warm_start.heuristic: unknown placement"),
+        ({"warm_start": {"episodes": 0}}, r"warm_start.episodes must be an integer >= 1, got 0"),
+        ({"warm_start": {"lr": 1.5}}, r"warm_start.lr must be in \(0, 1\), got 1.5"),
+        ({"warm_start": {"value_weight": -1}}, r"warm_start.value_weight must be >= 0"),
+        ({"warm_start": {"epoch": 3}}, r"unknown key\(s\) warm_start.epoch"),
+        (
+            {"warm_start": {"seeds_from": 998, "episodes": 2, "heldout_episodes": 1}},
+            r"evaluation.seeds \[1000\] are also warm_start seeds",
+        ),
+        (
+            {"warm_start": {}, "algorithm": {"name": "DQN"}},
+            r"warm_start trains an actor and a critic; algorithm.name='DQN'",
+        ),
+        (
+            {"warm_start": {}, "environment": {"name": "podsched/DeepRM-v0"}},
+            r"warm_start needs a multi-agent environment",
+        ),
+    ],
+)
+def test_bad_warm_start_sections_name_the_key(data: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(data)
+
+
+def test_warm_start_is_off_unless_configured() -> None:
+    assert config_from_dict({}).warm_start is None
+    assert config_from_dict({"warm_start": None}).warm_start is None
+    section = config_from_dict({"warm_start": {"episodes": 3, "heldout_episodes": 2}}).warm_start
+    assert section is not None
+    assert section.training_seeds == [100000, 100001, 100002]
+    assert section.heldout_seeds == [100003, 100004]

@@ -1,0 +1,159 @@
+"""The pod environment's held-out evaluation: the full heuristic table, the learned policy
+played greedily and sampled, and the statistics of every row (in this process, no Ray)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from envs.pod_env import PodSchedulingEnv
+from envs.schedulers import scheduler_names
+from tune.confidence import mean_ci
+from tune.evaluation import add_statistics, summary
+from tune.experiment import (
+    ALL_BASELINES,
+    POD_HEURISTICS_EXCLUDED,
+    ConfigError,
+    config_from_dict,
+    pod_heuristic_names,
+)
+from tune.policy_evaluation import evaluate, run_episode
+
+# One scheduler on four servers, a few jobs, a short horizon: an untrained module's greedy
+# episode (it sends jobs back to wait) ends at the horizon within seconds.
+SMALL = {
+    "topology": "flat",
+    "topology_params": {"servers": 4},
+    "num_jobs": 4,
+    "horizon_intervals": 4,
+}
+POD = "pod_scheduling_v0"
+
+
+@pytest.fixture(scope="module")
+def modules(tmp_path_factory) -> dict[str, str]:
+    """An untrained shared GNN module saved as a checkpoint (its actions are arbitrary but
+    fixed, and its argmax and samples differ)."""
+    import torch
+
+    from models.rl_modules import PodGNNModule
+
+    env = PodSchedulingEnv(**SMALL)
+    torch.manual_seed(0)
+    module = PodGNNModule(
+        observation_space=env.observation_space("scheduler_0"),
+        action_space=env.action_space("scheduler_0"),
+        model_config={"hidden": 4, "inner_layers": 1, "inter_layers": 1},
+    )
+    path = tmp_path_factory.mktemp("module") / "shared"
+    module.save_to_path(str(path))
+    return {"shared": str(path)}
+
+
+def test_all_means_every_combination_the_driver_runs() -> None:
+    experiment = config_from_dict({"evaluation": {"baselines": ALL_BASELINES}})
+    names = experiment.evaluation.baselines_for(POD)
+    assert names == pod_heuristic_names() == scheduler_names().combinations()
+    assert not POD_HEURISTICS_EXCLUDED
+    assert {"fifo+packing", "las+lif", "srtf+tetris", "dsif+locality", "random+random"} <= set(
+        names
+    )
+    # A formulation's "all" is every baseline of its paper.
+    sced2 = {"environment": {"name": "podsched/SCED2-v0"}, "model": {"name": "deeprm"}}
+    experiment = config_from_dict({**sced2, "evaluation": {"baselines": "all"}})
+    assert experiment.evaluation.baselines_for("podsched/SCED2-v0") == [
+        "sif",
+        "saf",
+        "lrf",
+        "spf",
+        "fifo",
+    ]
+
+
+def test_bad_baselines_fail_with_what_is_allowed() -> None:
+    with pytest.raises(ConfigError, match=r"evaluation.baselines must be a list of names or 'all'"):
+        config_from_dict({"evaluation": {"baselines": "everything"}})
+    with pytest.raises(ConfigError, match=r"evaluation.baselines must be a list of names or 'all'"):
+        config_from_dict({"evaluation": {"baselines": [1, 2]}})
+    with pytest.raises(ConfigError, match=r"evaluation.baselines: unknown ordering 'fifo2'"):
+        config_from_dict({"evaluation": {"baselines": ["fifo2+packing"]}})
+    with pytest.raises(ConfigError, match=r"evaluation.greedy must be true or false"):
+        config_from_dict({"evaluation": {"greedy": "yes"}})
+
+
+def test_every_heuristic_of_the_full_table_plays_to_the_end() -> None:
+    # The claim behind POD_HEURISTICS_EXCLUDED being empty, on a small episode.
+    table = evaluate(POD, SMALL, [0], pod_heuristic_names())
+    assert list(table) == pod_heuristic_names()
+    assert all(entry["metrics"]["jobs_total"] == 4 for entry in table.values())
+    assert all(entry["metrics"]["jobs_finished"] >= 1 for entry in table.values())
+
+
+def same_episode(first: dict, second: dict) -> None:
+    """Two plays of one episode took the same actions (NaN JCTs of unfinished jobs equal)."""
+    np.testing.assert_array_equal(first["jct"], second["jct"])
+    assert first["episode_return"] == second["episode_return"]
+
+
+def test_the_learned_policy_plays_greedy_and_sampled_rows(modules) -> None:
+    seeds = [3, 4]
+    table = add_statistics(evaluate(POD, SMALL, seeds, ["fifo+packing"], modules))
+    assert list(table) == ["learned-greedy", "learned-sampled", "fifo+packing"]
+    plays = {}
+    for row, greedy in (("learned-greedy", True), ("learned-sampled", False)):
+        plays[row] = [run_episode(POD, SMALL, seed, "learned", modules, greedy) for seed in seeds]
+        same_episode(
+            table[row],
+            {
+                "jct": [value for play in plays[row] for value in play["jct"]],
+                "episode_return": np.mean([play["episode_return"] for play in plays[row]]),
+            },
+        )
+        assert [episode["episode_return"] for episode in table[row]["episodes"]] == [
+            play["episode_return"] for play in plays[row]
+        ]
+        assert table[row]["seeds"] == seeds and table[row]["kind"] == "learned"
+    # The untrained module's argmax and its samples act differently.
+    assert table["learned-greedy"]["episode_return"] != table["learned-sampled"]["episode_return"]
+    # Statistics over the per-seed episodes, the mean as the table's.
+    entry = table["fifo+packing"]
+    mean, half_width = mean_ci([episode["avg_jct"] for episode in entry["episodes"]])
+    assert entry["metrics"]["avg_jct"] == pytest.approx(mean)
+    assert entry["ci95"]["avg_jct"] == pytest.approx(half_width, nan_ok=True)
+    assert entry["kind"] == "heuristic"
+
+
+def test_in_process_evaluation_keeps_the_greedy_mode(modules) -> None:
+    # Without Ray, evaluate() used to drop greedy=True and sample anyway.
+    greedy = evaluate(POD, SMALL, [3], [], modules, greedy=True)
+    assert list(greedy) == ["learned-greedy"]
+    argmax = run_episode(POD, SMALL, 3, "learned", modules, greedy=True)
+    sampled = run_episode(POD, SMALL, 3, "learned", modules, greedy=False)
+    assert argmax["episode_return"] != sampled["episode_return"]
+    same_episode(greedy["learned-greedy"], argmax)
+    assert list(evaluate(POD, SMALL, [3], [], modules, greedy=False)) == ["learned-sampled"]
+
+
+def test_summary_names_the_best_heuristic_and_the_learned_row() -> None:
+    baselines = ["fifo+tetris", "fifo+packing", "random+random"]
+    table = evaluate(POD, SMALL, [3, 4], baselines)
+    # Learned rows with known figures: the summary compares, it does not play.
+    for row, avg_jct in (("learned-greedy", 1000.0), ("learned-sampled", 2000.0)):
+        table[row] = {"metrics": {"avg_jct": avg_jct}, "episodes": []}
+    table = add_statistics(table)
+    means = {name: table[name]["metrics"]["avg_jct"] for name in baselines}
+    best = min(means, key=means.get)
+    for greedy, learned in ((False, "learned-sampled"), (True, "learned-greedy")):
+        experiment = config_from_dict(
+            {
+                "environment": {"config": SMALL},
+                "evaluation": {"seeds": [3, 4], "baselines": baselines, "greedy": greedy},
+            }
+        )
+        info = summary(experiment, table)
+        assert info["best_heuristic"] == best and info["heuristics"] == 3
+        assert info["learned"] == learned
+        assert info["relative_to_best"][best] == 0.0
+        assert info["relative_to_best"][learned] == pytest.approx(
+            table[learned]["metrics"]["avg_jct"] / means[best] - 1
+        )

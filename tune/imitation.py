@@ -1,0 +1,382 @@
+"""Imitation warm start: behaviour cloning of a heuristic before RL (issue 12).
+
+A PPO policy that starts from random weights spreads jobs over the fabric for a long
+time; the heuristics of :mod:`envs.schedulers` do not. :class:`envs.pod.heuristic.
+HeuristicPodPolicy` turns any of them into every agent's actions in ``pod_scheduling_v0``,
+so the experiment's RLModule can first be trained supervised on what the heuristic does:
+
+1. :func:`record_trajectories` plays the heuristic on *training* seeds (the config's
+   ``warm_start`` seed range, never ``evaluation.seeds``) and keeps every agent's
+   observation and action at every step, with each agent's discounted return of the
+   environment's reward (the algorithm's ``gamma``) for the critic.
+2. :func:`pretrain` fits the module: masked cross-entropy of the actor's logits against
+   the heuristic's actions, over the steps where the agent had a choice (a step with one
+   legal action -- an idle agent that can only wait -- says nothing about the policy), plus
+   ``value_weight`` times the critic's mean squared error on every step, measured in units
+   of the returns' standard deviation so the weight means the same whatever the reward's
+   scale (the critic still predicts raw returns, as PPO's value targets are raw; its
+   output bias starts at the mean return, :func:`centre_critic`).
+3. :func:`warm_start` does both for an :class:`~tune.experiment.ExperimentConfig`, reports
+   the imitation accuracy on held-out recorded episodes and saves the module with
+   ``save_to_path``; :func:`tune.rllib_config.algorithm_config` hands that folder to RLlib
+   as the module spec's ``load_state_path``, so learner and env runners start from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tune.experiment import ConfigError, ExperimentConfig
+
+
+@dataclasses.dataclass
+class Trajectories:
+    """Recorded agent steps, flattened over episodes, steps and agents (``N`` rows).
+
+    ``observations``: key -> array ``[N, ...]`` (the environment's dtypes); ``actions``:
+    the heuristic's action ``[N]``; ``returns``: the agent's discounted return from that
+    step ``[N]``; ``episodes``: the seed of the episode each row comes from ``[N]``.
+    """
+
+    observations: dict[str, np.ndarray]
+    actions: np.ndarray
+    returns: np.ndarray
+    episodes: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+    @property
+    def legal_actions(self) -> np.ndarray:
+        """How many actions were legal at each row."""
+        return self.observations["action_mask"].astype(np.int64).sum(axis=-1)
+
+    @property
+    def informative(self) -> np.ndarray:
+        """Rows where the agent had a choice (more than one legal action)."""
+        return self.legal_actions > 1
+
+
+@dataclasses.dataclass(frozen=True)
+class ImitationReport:
+    """What pretraining reached. Accuracies are over held-out rows with a choice."""
+
+    heuristic: str
+    train_steps: int
+    train_informative: int
+    heldout_steps: int
+    heldout_informative: int
+    epochs: int
+    actor_loss: float
+    critic_loss: float
+    heldout_actor_loss: float
+    heldout_critic_loss: float
+    accuracy: float
+    train_accuracy: float
+    random_accuracy: float
+    return_scale: float
+
+    def summary(self) -> str:
+        """One line for logs."""
+        return (
+            f"warm start ({self.heuristic}): imitation accuracy {self.accuracy:.3f} on "
+            f"{self.heldout_informative} held-out choices (train {self.train_accuracy:.3f}, "
+            f"random legal action {self.random_accuracy:.3f}); cross-entropy "
+            f"{self.heldout_actor_loss:.4f}, critic MSE {self.heldout_critic_loss:.4f} "
+            f"(in units of the return std {self.return_scale:.2f})"
+        )
+
+
+def discounted_returns(rewards: np.ndarray, gamma: float) -> np.ndarray:
+    """``G_t = r_t + gamma * G_{t+1}`` along axis 0 of ``rewards`` ``[T, ...]``.
+
+    ``r_t`` is the reward the environment paid for the actions of step ``t``; the episode
+    ends after the last row (a truncated episode is treated as ended too).
+    """
+    returns = np.zeros_like(rewards, dtype=np.float64)
+    following = np.zeros(rewards.shape[1:], dtype=np.float64)
+    for step in range(len(rewards) - 1, -1, -1):
+        following = rewards[step] + gamma * following
+        returns[step] = following
+    return returns
+
+
+def record_trajectories(
+    env_name: str,
+    env_config: dict[str, Any],
+    heuristic: str,
+    seeds: list[int],
+    gamma: float,
+) -> Trajectories:
+    """Play ``heuristic`` on one episode per seed (as :func:`tune.policy_evaluation.
+    run_episode` does) and record every live agent's observation and action per step."""
+    from envs import make_env
+    from envs.pod.heuristic import HeuristicPodPolicy
+
+    env = make_env(env_name, **env_config)
+    rows: list[dict[str, np.ndarray]] = []
+    actions: list[int] = []
+    returns: list[float] = []
+    episodes: list[int] = []
+    for seed in seeds:
+        observations, _ = env.reset(seed=seed)
+        driver = HeuristicPodPolicy(env, heuristic, seed=seed)
+        # Per step: (agent, observation, action) of every agent that acted, and the rewards.
+        steps: list[list[tuple[str, dict[str, np.ndarray], int]]] = []
+        rewards: list[list[float]] = []
+        while env.agents:
+            chosen = driver.actions()
+            steps.append([(agent, observations[agent], chosen[agent]) for agent in chosen])
+            observations, reward, *_ = env.step(chosen)
+            rewards.append([float(reward[agent]) for agent in env.possible_agents])
+        episode_returns = discounted_returns(np.asarray(rewards), gamma)
+        index = {agent: i for i, agent in enumerate(env.possible_agents)}
+        for step, acted in enumerate(steps):
+            for agent, observation, action in acted:
+                rows.append(observation)
+                actions.append(int(action))
+                returns.append(float(episode_returns[step, index[agent]]))
+                episodes.append(seed)
+    if not rows:
+        raise ValueError(f"no agent steps recorded for seeds {seeds}")
+    keys = rows[0].keys()
+    return Trajectories(
+        observations={key: np.stack([row[key] for row in rows]) for key in keys},
+        actions=np.asarray(actions, dtype=np.int64),
+        returns=np.asarray(returns, dtype=np.float64),
+        episodes=np.asarray(episodes, dtype=np.int64),
+    )
+
+
+def build_module(experiment: ExperimentConfig) -> Any:
+    """The RLModule exactly as RLlib builds it for ``experiment`` (one agent's spaces:
+    every agent of the multi-agent environment has the same ones)."""
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from envs import make_env
+    from models.registry import module_class
+
+    env = make_env(experiment.environment.name, **experiment.environment.config)
+    agent = env.possible_agents[0]
+    spec = RLModuleSpec(
+        module_class=module_class(experiment.model.name),
+        observation_space=env.observation_space(agent),
+        action_space=env.action_space(agent),
+        model_config=dict(experiment.model.config),
+    )
+    return spec.build()
+
+
+def masked_cross_entropy(logits: Any, actions: Any, action_mask: Any) -> tuple[Any, Any]:
+    """Mean cross-entropy of ``logits`` [B, A] (already masked) against ``actions`` [B]
+    over the rows with more than one legal action, and that row selection [B] (bool).
+
+    A row with a single legal action gives the same (zero) loss whatever the network
+    does, but it would still dilute the mean; with no such rows the loss is 0.
+    """
+    import torch
+
+    informative = action_mask.sum(dim=-1) > 1
+    if not bool(informative.any()):
+        return logits.sum() * 0.0, informative
+    log_probabilities = torch.log_softmax(logits[informative], dim=-1)
+    chosen = log_probabilities.gather(-1, actions[informative].unsqueeze(-1)).squeeze(-1)
+    return -chosen.mean(), informative
+
+
+def _batch(trajectories: Trajectories, rows: np.ndarray) -> dict[str, Any]:
+    import torch
+
+    return {key: torch.as_tensor(value[rows]) for key, value in trajectories.observations.items()}
+
+
+def _losses(
+    module: Any, trajectories: Trajectories, rows: np.ndarray, scale: float
+) -> tuple[Any, Any, int, int]:
+    """Actor and critic losses on ``rows``, and (correct argmax, informative) counts."""
+    import torch
+    from ray.rllib.core.columns import Columns
+
+    obs = _batch(trajectories, rows)
+    out = module.forward_train({Columns.OBS: obs})
+    logits = out[Columns.ACTION_DIST_INPUTS]
+    actions = torch.as_tensor(trajectories.actions[rows])
+    actor, informative = masked_cross_entropy(logits, actions, obs["action_mask"])
+    values = module.compute_values({Columns.OBS: obs}, out.get(Columns.EMBEDDINGS))
+    targets = torch.as_tensor(trajectories.returns[rows], dtype=values.dtype)
+    critic = torch.mean(((values - targets) / scale) ** 2)
+    correct = int((logits.argmax(-1) == actions)[informative].sum())
+    return actor, critic, correct, int(informative.sum())
+
+
+def evaluate_imitation(
+    module: Any,
+    trajectories: Trajectories,
+    scale: float,
+    minibatch_size: int = 512,
+) -> dict[str, float]:
+    """Cross-entropy, critic MSE (in return stds) and argmax accuracy on the choices."""
+    import torch
+
+    actor_sum = critic_sum = 0.0
+    correct = informative = 0
+    with torch.no_grad():
+        for start in range(0, len(trajectories), minibatch_size):
+            rows = np.arange(start, min(start + minibatch_size, len(trajectories)))
+            actor, critic, hits, choices = _losses(module, trajectories, rows, scale)
+            actor_sum += float(actor) * choices
+            critic_sum += float(critic) * len(rows)
+            correct += hits
+            informative += choices
+    return {
+        "actor_loss": actor_sum / max(informative, 1),
+        "critic_loss": critic_sum / len(trajectories),
+        "accuracy": correct / informative if informative else float("nan"),
+        "informative": float(informative),
+    }
+
+
+def random_legal_accuracy(trajectories: Trajectories) -> float:
+    """Expected accuracy of a uniformly random legal action over the rows with a choice."""
+    legal = trajectories.legal_actions[trajectories.informative]
+    return float(np.mean(1.0 / legal)) if len(legal) else float("nan")
+
+
+def centre_critic(module: Any, trajectories: Trajectories, rows: int = 256) -> bool:
+    """Shift the critic's output bias so its mean on ``trajectories`` is the mean return.
+
+    Returns run to tens of reward units while a fresh critic outputs about 0, and Adam
+    moves a bias by about ``lr`` per step: without this the whole warm start goes into
+    the offset. The bias is found without knowing the network: it is the one-element
+    parameter whose gradient of the mean value is exactly 1 (a last linear layer's bias).
+    Returns whether one was found (if not, training has to learn the offset).
+    """
+    import torch
+    from ray.rllib.core.columns import Columns
+
+    sample = np.linspace(0, len(trajectories) - 1, min(rows, len(trajectories))).astype(int)
+    obs = _batch(trajectories, sample)
+    module.zero_grad()
+    mean_value = module.compute_values({Columns.OBS: obs}).mean()
+    mean_value.backward()
+    for parameter in module.parameters():
+        grad = parameter.grad
+        if parameter.numel() == 1 and grad is not None and abs(float(grad) - 1.0) < 1e-6:
+            with torch.no_grad():
+                parameter += float(np.mean(trajectories.returns)) - float(mean_value)
+            module.zero_grad()
+            return True
+    module.zero_grad()
+    return False
+
+
+def pretrain(
+    module: Any,
+    train: Trajectories,
+    heldout: Trajectories,
+    *,
+    heuristic: str,
+    epochs: int,
+    lr: float,
+    minibatch_size: int,
+    value_weight: float,
+    seed: int,
+    log: Callable[[str], None] | None = None,
+) -> ImitationReport:
+    """Fit ``module`` to ``train`` (Adam, shuffled minibatches, ``epochs`` passes);
+    deterministic for a given ``seed``. Returns the report on ``heldout``."""
+    import torch
+
+    torch.manual_seed(seed)
+    order_rng = np.random.default_rng(seed)
+    scale = float(max(np.std(train.returns), 1e-6))
+    if value_weight > 0:
+        centre_critic(module, train)
+    optimizer = torch.optim.Adam(module.parameters(), lr=lr)
+    module.train()
+    for epoch in range(epochs):
+        order = order_rng.permutation(len(train))
+        for start in range(0, len(order), minibatch_size):
+            rows = np.sort(order[start : start + minibatch_size])
+            actor, critic, _, _ = _losses(module, train, rows, scale)
+            loss = actor + value_weight * critic
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        if log is not None:
+            log(
+                f"warm start epoch {epoch + 1}/{epochs}: cross-entropy {actor.item():.4f}, "
+                f"critic MSE {critic.item():.4f} (last minibatch)"
+            )
+    module.eval()
+    on_train = evaluate_imitation(module, train, scale)
+    on_heldout = evaluate_imitation(module, heldout, scale)
+    return ImitationReport(
+        heuristic=heuristic,
+        train_steps=len(train),
+        train_informative=int(train.informative.sum()),
+        heldout_steps=len(heldout),
+        heldout_informative=int(heldout.informative.sum()),
+        epochs=epochs,
+        actor_loss=on_train["actor_loss"],
+        critic_loss=on_train["critic_loss"],
+        heldout_actor_loss=on_heldout["actor_loss"],
+        heldout_critic_loss=on_heldout["critic_loss"],
+        accuracy=on_heldout["accuracy"],
+        train_accuracy=on_train["accuracy"],
+        random_accuracy=random_legal_accuracy(heldout),
+        return_scale=scale,
+    )
+
+
+def warm_start(
+    experiment: ExperimentConfig,
+    directory: str | Path,
+    log: Callable[[str], None] | None = None,
+) -> tuple[str, ImitationReport]:
+    """Record, pretrain and save the warm-start module of ``experiment`` under
+    ``directory``; returns the module's folder (for ``load_state_path``) and the report."""
+    settings = experiment.warm_start
+    if settings is None:
+        raise ConfigError("the experiment has no warm_start section")
+    env_name, env_config = experiment.environment.name, dict(experiment.environment.config)
+    gamma = experiment.algorithm.gamma
+    train = record_trajectories(
+        env_name, env_config, settings.heuristic, settings.training_seeds, gamma
+    )
+    heldout = record_trajectories(
+        env_name, env_config, settings.heuristic, settings.heldout_seeds, gamma
+    )
+    if log is not None:
+        log(
+            f"warm start: recorded {settings.heuristic} on {settings.episodes} episodes "
+            f"({len(train)} agent steps, {int(train.informative.sum())} with a choice), "
+            f"{settings.heldout_episodes} held out ({len(heldout)} steps)"
+        )
+    import torch
+
+    torch.manual_seed(settings.seed)
+    module = build_module(experiment)
+    report = pretrain(
+        module,
+        train,
+        heldout,
+        heuristic=settings.heuristic,
+        epochs=settings.epochs,
+        lr=settings.lr,
+        minibatch_size=settings.minibatch_size,
+        value_weight=settings.value_weight,
+        seed=settings.seed,
+        log=log,
+    )
+    path = Path(directory).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    module.save_to_path(str(path))
+    if log is not None:
+        log(report.summary())
+    return str(path), report
