@@ -32,7 +32,8 @@ from tune.rllib_config import algorithm_config
 CONFIGS = Path(__file__).resolve().parents[1] / "tune" / "configs"
 GOAL_ENV_STEPS_PER_S = 500.0
 # k=20: 20 agents' observations of 184 KB each; 8,000 env steps (the config's batch) would
-# hold ~29 GB, so the benchmark samples 200 env steps (4,000 agent steps) per iteration.
+# hold ~29 GB, so the benchmark samples 200 env steps (4,000 agent steps) per iteration
+# in minibatches of 200 agent steps.
 CASES: dict[str, tuple[str, list[str]]] = {
     "demo-0": ("demo.yaml", ["resources.num_env_runners=0"]),
     "demo-1": ("demo.yaml", ["resources.num_env_runners=1"]),
@@ -43,10 +44,11 @@ CASES: dict[str, tuple[str, list[str]]] = {
             "resources.num_env_runners=0",
             "resources.num_envs_per_env_runner=1",
             "algorithm.train_batch_size=200",
-            "algorithm.minibatch_size=500",
+            "algorithm.minibatch_size=200",
         ],
     ),
 }
+LEARNING_STATS = ("policy_loss", "mean_kl_loss", "entropy", "vf_loss")
 COLUMNS = [
     ("env_runners/num_env_steps_sampled", "env_steps"),
     ("time_this_iter_s", "iteration_s"),
@@ -58,18 +60,24 @@ COLUMNS = [
 ]
 
 
-def measure(case: str, iterations: int, storage: Path) -> dict[str, Any]:
-    """Train ``case`` through Tune for 1 + ``iterations`` iterations; mean of the measured."""
+def measure(
+    case: str, iterations: int, storage: Path, extra: list[str], seed: int = 0
+) -> dict[str, Any]:
+    """Train ``case`` through Tune for 1 + ``iterations`` iterations; mean of the measured.
+
+    ``extra``: more ``key=value`` overrides for every case (e.g. the same settings as an
+    older version, to compare like with like)."""
     from ray import tune as ray_tune
 
     file_name, overrides = CASES[case]
+    overrides = [*overrides, *extra]
     experiment = load_config(CONFIGS / file_name, overrides)
-    config = algorithm_config(experiment, seed=0)
+    config = algorithm_config(experiment, seed=seed)
     tuner = ray_tune.Tuner(
         experiment.algorithm.name,
         param_space=config,
         run_config=ray_tune.RunConfig(
-            name=f"bench-{case}",
+            name=f"bench-{case}-{seed}",
             storage_path=str(storage),
             stop={"training_iteration": 1 + iterations},
             verbose=0,
@@ -78,6 +86,17 @@ def measure(case: str, iterations: int, storage: Path) -> dict[str, Any]:
     [result] = list(tuner.fit())
     if result.error is not None:
         raise RuntimeError(f"{case}: the trial failed: {result.error}")
+    first = result.metrics_dataframe.iloc[0]
+    # The first iteration's learning statistics: with the same seed and settings they show
+    # whether a speed-up changed what PPO computes (equal up to float rounding and noise).
+    learning_stats = {
+        name: round(float(first[column]), 5)
+        for column in first.index
+        for name in LEARNING_STATS
+        if column.startswith("learners/")
+        and column.endswith(f"/{name}")
+        and "__all_modules__" not in column
+    }
     frame = result.metrics_dataframe.iloc[1:]  # the first iteration builds and warms up
     values = {name: float(frame[column].mean()) for column, name in COLUMNS if column in frame}
     agents = [c for c in frame if c.startswith("env_runners/num_agent_steps_sampled/")]
@@ -85,6 +104,7 @@ def measure(case: str, iterations: int, storage: Path) -> dict[str, Any]:
     seconds = values["iteration_s"]
     return {
         "case": case,
+        "seed": seed,
         "config": file_name,
         "overrides": overrides,
         "env_steps_per_s": round(values["env_steps"] / seconds, 1),
@@ -96,6 +116,7 @@ def measure(case: str, iterations: int, storage: Path) -> dict[str, Any]:
         "env_step_ms": round(1e3 * values.get("env_step_ms", float("nan")), 3),
         "inference_ms": round(1e3 * values.get("inference_ms", float("nan")), 3),
         "connectors_ms": round(1e3 * values.get("connectors_ms", float("nan")), 3),
+        "first_iteration": learning_stats,
     }
 
 
@@ -109,6 +130,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--iterations", type=int, default=2, help="measured iterations")
     parser.add_argument("--label", default="after", help="a label stored with each record")
+    parser.add_argument(
+        "--seeds", default="0", help="comma-separated training seeds, each case once per seed"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key in every case (repeatable)",
+    )
     return parser
 
 
@@ -128,8 +159,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, _temp_dir=str(session))
     try:
         records = [
-            {"label": args.label, **measure(case, args.iterations, session / "results")}
+            {
+                "label": args.label,
+                **measure(case, args.iterations, session / "results", args.set, int(seed)),
+            }
             for case in cases
+            for seed in args.seeds.split(",")
         ]
     finally:
         ray.shutdown()

@@ -8,8 +8,9 @@ key                     shape           content
 ======================  ==============  ====================================================
 node_features           [n, L + R + 2N] GPU-group (or server) nodes: c = free GPUs and cores
                                         (fractions of the largest group/socket), with
-                                        ``room_features`` R = 2 room columns (its server's
-                                        free GPUs, room for the whole job; else R = 0), d =
+                                        ``room_features`` R = 3 room columns (its server's
+                                        free GPUs, room for the whole job, the job's tasks
+                                        on the server; else R = 0), d =
                                         workers and PSs of each of the N jobs on the node;
                                         0 elsewhere
 node_type               [n, 5]          one-hot gpu_group/socket/switch/server/scheduler

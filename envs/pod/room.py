@@ -7,8 +7,10 @@ cannot be inferred at all. These features state it directly, per agent, for the 
 the head of its queue (all zero for an agent with nothing to place):
 
 - per placement target: the free GPUs of the target's server (net of this round's
-  claims, over the largest server's GPUs) and whether that server has the GPUs and cores
-  for every remaining task of the job together;
+  claims, over the largest server's GPUs), whether that server has the GPUs and cores
+  for every remaining task of the job together, and how many of the job's tasks placed
+  so far are on that server (over 8, as task counts elsewhere) -- the job's locality,
+  which the per-node task counts show only for the node itself, not for its server;
 - per forward target (another scheduler): whether any of its servers has that room, the
   fewest free GPUs among those that do (1 when none does) and the most free GPUs of any
   of its servers.
@@ -24,7 +26,8 @@ import numpy as np
 from envs.pod.decisions import CORE_TOLERANCE, DecisionRound
 from envs.pod.layout import ClusterLayout
 
-TARGET_ROOM_FEATURES = 2
+TARGET_ROOM_FEATURES = 3
+TASK_COUNT_SCALE = 8.0
 FORWARD_ROOM_FEATURES = 3
 
 
@@ -38,6 +41,7 @@ class RoomFeatures:
         self._group_offsets = cluster.server_group_offsets[:-1]
         self._socket_offsets = cluster.server_socket_offsets[:-1]
         self._server_starts = cluster.partition_server_offsets[:-1]
+        self._group_server = cluster.group_server
         server_gpus = np.add.reduceat(cluster.group_gpus, self._group_offsets)
         self._gpu_scale = float(server_gpus.max())
         # The server of every agent's targets, padded like the targets.
@@ -62,6 +66,8 @@ class RoomFeatures:
         needed_gpus = np.zeros(self.num_agents)
         needed_cores = np.zeros(self.num_agents)
         placing = np.zeros(self.num_agents, dtype=bool)
+        placed_agents: list[int] = []
+        placed_groups: list[int] = []
         if round_ is not None:
             for agent in range(self.num_agents):
                 head = round_.head(agent)
@@ -69,6 +75,8 @@ class RoomFeatures:
                     placing[agent] = True
                     needed_gpus[agent] = head.task_gpus[head.task :].sum()
                     needed_cores[agent] = head.task_cpus[head.task :].sum()
+                    placed_agents.extend([agent] * len(head.groups))
+                    placed_groups.extend(head.groups)
         if not placing.any():
             return targets, forwards
         server_gpus = np.add.reduceat(free_gpus, self._group_offsets).astype(np.float64)
@@ -82,6 +90,12 @@ class RoomFeatures:
         targets[..., 1] = np.take_along_axis(holds, self._target_servers, axis=1) & (
             self._target_valid
         )
+        if placed_groups:
+            placed = np.zeros((self.num_agents, len(server_gpus)), dtype=np.float32)
+            np.add.at(placed, (placed_agents, self._group_server[placed_groups]), 1.0)
+            targets[..., 2] = np.take_along_axis(placed, self._target_servers, axis=1) * (
+                self._target_valid / TASK_COUNT_SCALE
+            )
         targets[~placing] = 0.0
         if self._forward_targets is not None:
             tightest = np.minimum.reduceat(

@@ -119,19 +119,20 @@ def test_room_features_state_where_the_whole_job_fits() -> None:
     every step of an episode: each target shows its server's free GPUs net of the round's
     claims (over 4) and whether they cover all the job's remaining tasks; each forward
     target shows whether any of its servers does, the fewest free GPUs of those (1 if
-    none) and its most free GPUs. Cores are checked too (they bind for CPU-heavy jobs)."""
+    none) and its most free GPUs; each target also counts the job's placed tasks on its
+    server (over 8). Cores are checked too (they bind for CPU-heavy jobs)."""
     env = PodSchedulingEnv(num_jobs=20, room_features=True, workload_params={"rate": 8.0})
     space = env.observation_space("scheduler_0")
     assert space["node_features"].shape[1] == env.builder.slot_column + 2 * env.config.max_jobs
     rng = np.random.default_rng(0)
     observations, _ = env.reset(seed=0)
     offsets = env.cluster.server_group_offsets[:-1], env.cluster.server_socket_offsets[:-1]
-    seen_full = seen_partial = 0
+    seen_full = seen_partial = seen_placed = 0
     while env.agents:
         for index, agent in enumerate(env.possible_agents):
             observation = observations[agent]
             assert space.contains(observation)
-            columns = observation["node_features"][: env.layout.max_targets, 2:4]
+            columns = observation["node_features"][: env.layout.max_targets, 2:5]
             forward = observation["forward_room"]
             head = env.round.head(index) if env.round is not None else None
             if head is None:
@@ -145,6 +146,9 @@ def test_room_features_state_where_the_whole_job_fits() -> None:
             servers = env.cluster.group_server[env.layout.partitions[index].targets]
             np.testing.assert_allclose(columns[:, 0], gpus[servers] / 4.0)
             np.testing.assert_array_equal(columns[:, 1], fits[servers])
+            placed = np.bincount(env.cluster.group_server[head.groups], minlength=len(gpus))
+            np.testing.assert_allclose(columns[:, 2], placed[servers] / 8.0)
+            seen_placed += bool(placed[servers].any())
             for slot, partition in enumerate(env.builder.forward_targets[index]):
                 own = env.cluster.partition_servers(int(partition))
                 assert forward[slot, 0] == fits[own].any()
@@ -158,4 +162,5 @@ def test_room_features_state_where_the_whole_job_fits() -> None:
             valid = np.flatnonzero(observations[agent]["action_mask"])
             actions[agent] = int(rng.choice(valid[:-1])) if len(valid) > 1 else int(valid[-1])
         observations, *_ = env.step(actions)
-    assert seen_full and seen_partial  # both empty and partly busy partitions were seen
+    # Empty and partly busy partitions were seen, and jobs half placed on a target's server.
+    assert seen_full and seen_partial and seen_placed
