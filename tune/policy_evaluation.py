@@ -83,6 +83,33 @@ def policy_actions(
     return actions
 
 
+def fit_to_spaces(module: Any, observation_space: Any, action_space: Any) -> Any:
+    """``module``, or -- when the evaluation environment's spaces differ from those it was
+    trained on (another topology: other paddings, targets, schedulers) -- the same network
+    rebuilt for those spaces with the trained weights (transfer without retraining).
+
+    The pod GNN's parameters do not depend on the cluster's size (node embeddings are
+    pooled, targets and forward targets are scored one by one), so its state loads as is;
+    a network whose parameters do depend on the spaces fails to load with a clear error.
+    """
+    if module.observation_space == observation_space and module.action_space == action_space:
+        return module
+    rebuilt = type(module)(
+        observation_space=observation_space,
+        action_space=action_space,
+        inference_only=True,
+        model_config=module.model_config,
+    )
+    try:
+        rebuilt.set_state(module.get_state(inference_only=True))
+    except RuntimeError as error:
+        raise ValueError(
+            f"the learned {type(module).__name__} cannot play this environment: its weights "
+            f"depend on the spaces it was trained on ({error})"
+        ) from None
+    return rebuilt
+
+
 def run_episode(
     env_name: str,
     env_config: dict[str, Any],
@@ -111,6 +138,11 @@ def run_episode(
         loaded = {module_id: RLModule.from_checkpoint(path) for module_id, path in modules.items()}
         mapping = {
             agent: "shared" if "shared" in loaded else agent for agent in env.possible_agents
+        }
+        agent = env.possible_agents[0]
+        loaded = {
+            module_id: fit_to_spaces(module, env.observation_space(agent), env.action_space(agent))
+            for module_id, module in loaded.items()
         }
 
         import torch

@@ -157,3 +157,38 @@ def test_summary_names_the_best_heuristic_and_the_learned_row() -> None:
         assert info["relative_to_best"][learned] == pytest.approx(
             table[learned]["metrics"]["avg_jct"] / means[best] - 1
         )
+
+
+def test_a_learned_pod_policy_plays_another_topology(tmp_path) -> None:
+    """Transfer without retraining: a pod GNN saved for a fat-tree k=4 plays a VL2 cluster
+    (other paddings, targets and schedulers) with the same weights, every job finishing."""
+    import torch
+
+    from models.rl_modules import PodGNNModule
+    from tune.policy_evaluation import fit_to_spaces
+
+    small = {"hidden": 8, "inner_layers": 1, "inter_layers": 1, "head_hidden": 16}
+    trained_on = PodSchedulingEnv(num_jobs=6, room_features=True)
+    module = PodGNNModule(
+        observation_space=trained_on.observation_space("scheduler_0"),
+        action_space=trained_on.action_space("scheduler_0"),
+        model_config=small,
+    )
+    module.save_to_path(str(tmp_path / "shared"))
+    vl2 = {
+        "topology": "vl2",
+        "topology_params": {"k": 8, "servers_per_tor": 2},
+        "num_jobs": 6,
+        "room_features": True,
+    }
+    target = PodSchedulingEnv(**vl2)
+    assert target.observation_space("scheduler_0") != trained_on.observation_space("scheduler_0")
+    rebuilt = fit_to_spaces(
+        module, target.observation_space("scheduler_0"), target.action_space("scheduler_0")
+    )
+    for name, weight in module.state_dict().items():
+        assert torch.equal(weight, rebuilt.state_dict()[name]), name
+    episode = run_episode(
+        "pod_scheduling_v0", vl2, 7, "learned-greedy", {"shared": str(tmp_path / "shared")}
+    )
+    assert episode["metrics"]["jobs_finished"] == 6
