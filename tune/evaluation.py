@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from envs.sim.report import align_rows, format_comparison
 from tune.confidence import (
     CI_SUFFIX,
     HEADLINE_METRICS,
@@ -195,8 +196,6 @@ def format_evaluation(table: dict[str, dict[str, Any]], info: dict[str, Any]) ->
     ]
     present = [(m, scale) for m, scale in columns if any(m in e["metrics"] for e in table.values())]
     if not present:
-        from envs.sim.report import format_comparison
-
         return format_comparison({policy: entry["metrics"] for policy, entry in table.items()})
     titles = {
         "avg_jct": "avg JCT h",
@@ -220,18 +219,12 @@ def format_evaluation(table: dict[str, dict[str, Any]], info: dict[str, Any]) ->
         relative = info["relative_to_best"].get(policy, float("nan"))
         cells.append("-" if not math.isfinite(relative) else f"{100 * relative:+.1f}%")
         rows.append(cells)
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    lines = [
-        "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
-        for row in [header, *rows]
-    ]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    lines.append(
+    legend = (
         f"* best heuristic of {info['heuristics']} ({info['best_heuristic']}); "
         f"> learned summary row ({info['learned']}); ± is the 95% Student-t half-width over "
         f"{len(info['seeds'])} seeds"
     )
-    return "\n".join(lines)
+    return align_rows(header, rows) + "\n" + legend
 
 
 def _mean_pm(mean: Any, half_width: Any, scale: float) -> str:

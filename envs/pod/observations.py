@@ -126,7 +126,6 @@ class ObservationBuilder:
         ).astype(np.int64)
         self._self = np.eye(self.num_agents, dtype=np.float32)
         self._index_edges(layout)
-        self.room = RoomFeatures(layout, self.forward_targets) if config.room_features else None
         # Each agent's targets padded to the largest partition's (valid where real), and at
         # device level the CPU socket of each target GPU group.
         self._target_ids = np.zeros((self.num_agents, layout.max_targets), dtype=np.int64)
@@ -138,6 +137,11 @@ class ObservationBuilder:
             self._target_valid[part.partition, :count] = True
             if layout.level == "device":
                 self._target_sockets[part.partition, :count] = part.group_sockets
+        self.room = (
+            RoomFeatures(layout, self.forward_targets, self._target_ids, self._target_valid)
+            if config.room_features
+            else None
+        )
         self._demand_table = np.zeros((0, self.demand_size), dtype=np.float32)
         self._models = np.zeros(0, dtype=np.int64)
         self.space = self._build_space()

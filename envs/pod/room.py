@@ -34,7 +34,15 @@ FORWARD_ROOM_FEATURES = 3
 class RoomFeatures:
     """Computes the room features of every agent at once (see the module docstring)."""
 
-    def __init__(self, layout: ClusterLayout, forward_targets: list[np.ndarray]) -> None:
+    def __init__(
+        self,
+        layout: ClusterLayout,
+        forward_targets: list[np.ndarray],
+        target_ids: np.ndarray,
+        target_valid: np.ndarray,
+    ) -> None:
+        """``target_ids``/``target_valid`` [P, M]: every agent's padded targets (GPU groups
+        or servers), as :class:`~envs.pod.observations.ObservationBuilder` holds them."""
         cluster = layout.cluster
         self.num_agents = cluster.num_partitions
         self.max_targets = layout.max_targets
@@ -45,14 +53,10 @@ class RoomFeatures:
         server_gpus = np.add.reduceat(cluster.group_gpus, self._group_offsets)
         self._gpu_scale = float(server_gpus.max())
         # The server of every agent's targets, padded like the targets.
-        self._target_servers = np.zeros((self.num_agents, self.max_targets), dtype=np.int64)
-        self._target_valid = np.zeros((self.num_agents, self.max_targets), dtype=bool)
-        for part in layout.partitions:
-            servers = (
-                part.targets if layout.level == "server" else cluster.group_server[part.targets]
-            )
-            self._target_servers[part.partition, : len(servers)] = servers
-            self._target_valid[part.partition, : len(servers)] = True
+        self._target_servers = (
+            target_ids if layout.level == "server" else cluster.group_server[target_ids]
+        )
+        self._target_valid = target_valid
         self._forward_targets = np.stack(forward_targets) if self.num_agents > 1 else None
 
     def compute(

@@ -52,6 +52,11 @@ def format_comparison(metrics: dict[str, dict[str, Any]]) -> str:
         [name, *(_cell(values.get(key), style) for _, key, style in columns)]
         for name, values in metrics.items()
     ]
+    return align_rows(header, rows)
+
+
+def align_rows(header: list[str], rows: list[list[str]]) -> str:
+    """A text table: columns right-aligned to their widest cell, dashes under the header."""
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     lines = [
         "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
