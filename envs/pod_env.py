@@ -166,6 +166,8 @@ class PodSchedulingEnv(ParallelEnv):
         self.shares = np.zeros((len(workload), num))
         self.running_in: list[set[int]] = [set() for _ in range(num)]
         self.placements: dict[int, tuple[np.ndarray, int]] = {}
+        # Rounds each job was sent back to wait (the job_times observation shows it).
+        self.deferrals = np.zeros(len(workload), dtype=np.int64)
         self.builder.bind(self.sim)
         self.agents = list(self.possible_agents)
         self.rounds = 0
@@ -249,7 +251,7 @@ class PodSchedulingEnv(ParallelEnv):
             return None
         max_targets = self.layout.max_targets
         if action == len(mask) - 1:
-            self.round.defer(agent)
+            self.deferrals[self.round.defer(agent)] += 1
         elif action >= max_targets:
             return int(self.builder.forward_targets[agent][action - max_targets])
         else:
@@ -317,13 +319,20 @@ class PodSchedulingEnv(ParallelEnv):
 
     def _start_round(self) -> None:
         assert self.sim is not None
-        self.round = DecisionRound(self.sim, self.homes, self.cluster.num_partitions)
+        self.round = DecisionRound(
+            self.sim, self.homes, self.cluster.num_partitions, self.config.queue_order
+        )
         self.rounds += 1
 
     def _observations(self) -> dict[str, dict[str, np.ndarray]]:
         assert self.sim is not None
         observations = self.builder.observe_all(
-            self.sim, self.round, self.running_in, self.placements, self.config.forward_limit
+            self.sim,
+            self.round,
+            self.running_in,
+            self.placements,
+            self.config.forward_limit,
+            self.deferrals,
         )
         # Actions are judged against exactly the masks their agents saw.
         self._masks = [observation["action_mask"] for observation in observations]

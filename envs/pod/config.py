@@ -10,6 +10,7 @@ REWARD_KINDS = ("progress", "jct", "contention")
 GRAPH_LEVELS = ("device", "server")
 OTHER_PARTITION_VIEWS = ("summary", "full")
 HOME_RULES = ("uniform", "partition")
+QUEUE_ORDERS = ("arrival", "ideal-time")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,12 @@ class PodSchedulingConfig:
     arrive at a uniformly random scheduler or at the workload's partition.
     ``room_features``: add, for the job being placed, each target's server room and each
     forward target's best room (:mod:`envs.pod.room`) to 001's observation.
+    ``queue_order``: the order in which each scheduler takes the jobs of its queue at the
+    start of a round -- "arrival" (001) or "ideal-time" (shortest ideal run time first,
+    002's SIF rule; ties by arrival). ``job_times``: add how long each job runs (its
+    remaining ideal time) to the job demands and the task, and how many rounds the job
+    being placed was already sent back to wait -- what ordering and delaying by length
+    (SJF, 002's DSIF) read.
     """
 
     topology: str = "fat-tree"
@@ -55,6 +62,8 @@ class PodSchedulingConfig:
     interference: bool = True
     communication: bool = True
     room_features: bool = False
+    queue_order: str = "arrival"
+    job_times: bool = False
 
     def __post_init__(self) -> None:
         choices = {
@@ -62,6 +71,7 @@ class PodSchedulingConfig:
             "level": (self.level, GRAPH_LEVELS),
             "others": (self.others, OTHER_PARTITION_VIEWS),
             "home": (self.home, HOME_RULES),
+            "queue_order": (self.queue_order, QUEUE_ORDERS),
         }
         for name, (value, allowed) in choices.items():
             if value not in allowed:
@@ -86,7 +96,7 @@ class PodSchedulingConfig:
             raise ValueError(
                 f"interval_s must be a positive number of seconds, got {self.interval_s}"
             )
-        for name in ("interference", "communication", "room_features"):
+        for name in ("interference", "communication", "room_features", "job_times"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if not 0.0 <= self.contention_weight <= 1.0:

@@ -1,7 +1,7 @@
 """One scheduling interval's decisions: per-scheduler queues, task by task, with claims.
 
-At the start of a round every waiting job joins its home scheduler's queue (arrival
-order). A scheduler always works on the job at the head of its queue, one task at a time
+At the start of a round every waiting job joins its home scheduler's queue, in arrival
+order or shortest ideal run time first (``queue_order``). A scheduler always works on the job at the head of its queue, one task at a time
 (workers first, then parameter servers). A task placed on the scheduler's own partition
 is *claimed* -- held from the free resources the masks see -- until the whole job is
 placed, when the job starts in the simulator. A forwarded job moves to the front of the
@@ -54,12 +54,20 @@ class JobInProgress:
 class DecisionRound:
     """Queues and claims of one round; see the module docstring."""
 
-    def __init__(self, sim: Simulator, homes: np.ndarray, num_agents: int) -> None:
+    def __init__(
+        self, sim: Simulator, homes: np.ndarray, num_agents: int, queue_order: str = "arrival"
+    ) -> None:
         self.sim = sim
         self.queues: list[deque[JobInProgress]] = [deque() for _ in range(num_agents)]
         self.claimed_gpus = np.zeros(sim.cluster.num_gpu_groups, dtype=np.int64)
         self.claimed_cores = np.zeros(sim.cluster.num_sockets)
-        for job in sim.waiting_jobs().tolist():
+        waiting = sim.waiting_jobs()
+        if queue_order == "ideal-time":
+            # Stable: equal ideal times keep their arrival order.
+            waiting = waiting[np.argsort(sim.ideal_duration[waiting], kind="stable")]
+        elif queue_order != "arrival":
+            raise ValueError(f"queue_order={queue_order!r}; allowed: arrival, ideal-time")
+        for job in waiting.tolist():
             gpus, cpus = sim.task_demands(job)
             entry = JobInProgress(job, gpus, cpus, int(sim.num_workers[job]))
             self.queues[int(homes[job])].append(entry)

@@ -19,8 +19,12 @@ edge_index              [2, e]          int64, both directions; padding points a
 edge_attr               [e, 3]          bandwidth / max, jobs on the link (mean), tier / max
 edge_mask               [e]             int8
 jobs_model              [N, Y]          x: one-hot model of each concurrent job
-jobs_demand             [N, 2(1+L)]     r: workers, worker demand, PSs, PS demand
-task                    [1+Y+2(1+L)]    p: is-PS flag, model one-hot, the job's demands
+jobs_demand             [N, 2(1+L)+T]   r: workers, worker demand, PSs, PS demand; with
+                                        ``job_times`` (T = 1) the job's remaining ideal
+                                        run time, log(1 + intervals)
+task                    [1+Y+2(1+L)+2T] p: is-PS flag, model one-hot, the job's demands
+                                        (its r row); with ``job_times`` also the rounds
+                                        it was already sent back to wait, over 4
 schedulers              [V, 6]          inter-scheduler nodes (P schedulers, then shared
                                         switches): free GPU and core fraction, queue and
                                         running jobs / N, mean network link load, has a task
@@ -60,6 +64,8 @@ from envs.topology.views import VIEW_NODE_TYPES
 NUM_RESOURCES = 2
 SUMMARY_FEATURES = 6
 TASK_COUNT_SCALE = 8.0
+DEFERRAL_SCALE = 4.0
+MAX_DEFERRALS_SHOWN = 8
 
 
 class ObservationBuilder:
@@ -85,7 +91,9 @@ class ObservationBuilder:
         # Where the d columns (tasks of each concurrent job) start.
         self.slot_column = NUM_RESOURCES + room_columns
         self.node_feature_size = self.slot_column + 2 * config.max_jobs
-        self.demand_size = 2 * (1 + NUM_RESOURCES)
+        self.time_columns = 1 if config.job_times else 0
+        self.demand_size = 2 * (1 + NUM_RESOURCES) + self.time_columns
+        self.task_size = 1 + num_models + self.demand_size + self.time_columns
         groups = np.arange(cluster.num_gpu_groups)
         self.group_partition = cluster.server_partition[cluster.group_server[groups]]
         self.group_target = np.zeros(cluster.num_gpu_groups, dtype=np.int64)
@@ -187,7 +195,7 @@ class ObservationBuilder:
             "edge_mask": spaces.Box(0, 1, (e,), np.int8),
             "jobs_model": spaces.Box(shape=(n_jobs, self.num_models), **unit),
             "jobs_demand": spaces.Box(shape=(n_jobs, self.demand_size), **unbounded),
-            "task": spaces.Box(shape=(1 + self.num_models + self.demand_size,), **unbounded),
+            "task": spaces.Box(shape=(self.task_size,), **unbounded),
             "schedulers": spaces.Box(shape=(inter.view.num_nodes, SUMMARY_FEATURES), **unbounded),
             "inter_node_type": spaces.Box(shape=(inter.view.num_nodes, types), **unit),
             "inter_edge_index": spaces.Box(
@@ -222,6 +230,7 @@ class ObservationBuilder:
                 sim.num_ps / TASK_COUNT_SCALE,
                 sim.ps_gpus / self.gpu_scale,
                 sim.ps_cpus / self.core_scale,
+                *([np.zeros(len(sim.num_ps))] if self.time_columns else []),
             ],
             axis=1,
         ).astype(np.float32)
@@ -235,11 +244,18 @@ class ObservationBuilder:
         running_in: list[set[int]],
         placements: dict[int, tuple[np.ndarray, int]],
         forward_limit: int,
+        deferrals: np.ndarray | None = None,
     ) -> list[dict[str, np.ndarray]]:
         """Every agent's observation now (``round_`` None between rounds).
 
-        ``placements``: the running jobs' task groups and worker counts.
+        ``placements``: the running jobs' task groups and worker counts. ``deferrals``:
+        per job, the rounds it was sent back to wait (read with ``job_times``).
         """
+        if self.time_columns:
+            # The time column of the per-job table follows the jobs' progress.
+            done_s = sim.work_done * sim.compute_time / sim.num_workers
+            remaining = np.maximum(sim.ideal_duration - done_s, 0.0)
+            self._demand_table[:, -1] = np.log1p(remaining / self.config.interval_s)
         free_gpus = round_.free_gpus() if round_ is not None else sim.free_gpus
         free_cores = round_.free_cores() if round_ is not None else sim.free_cores
         masks = self.action_masks(round_, forward_limit)
@@ -280,7 +296,7 @@ class ObservationBuilder:
                 "edge_mask": graph.edge_mask,
                 "jobs_model": jobs_model[agent],
                 "jobs_demand": jobs_demand[agent],
-                "task": self._task(head),
+                "task": self._task(head, deferrals),
                 **shared,
                 "self": self._self[agent],
                 "forward_targets": self.forward_targets[agent],
@@ -402,13 +418,18 @@ class ObservationBuilder:
             attr.reshape(-1, 3)[self._edge_rows, 1] = sums / self._edge_link_counts
         return attr
 
-    def _task(self, head: JobInProgress | None) -> np.ndarray:
-        task = np.zeros(1 + self.num_models + self.demand_size, dtype=np.float32)
+    def _task(self, head: JobInProgress | None, deferrals: np.ndarray | None) -> np.ndarray:
+        task = np.zeros(self.task_size, dtype=np.float32)
         if head is None:
             return task
         task[0] = 1.0 if head.current_is_ps else 0.0
         task[1 + self._models[head.job]] = 1.0
-        task[1 + self.num_models :] = self._demand_table[head.job]
+        task[1 + self.num_models : 1 + self.num_models + self.demand_size] = self._demand_table[
+            head.job
+        ]
+        if self.time_columns and deferrals is not None:
+            shown = min(int(deferrals[head.job]), MAX_DEFERRALS_SHOWN)
+            task[-1] = shown / DEFERRAL_SCALE
         return task
 
     def _summaries(

@@ -21,6 +21,11 @@ SETTINGS = {
     "mixed-servers": {"topology": "fat-tree", "topology_params": {"k": 4}, "server": "mixed"},
     "server-level": {"topology": "fat-tree", "topology_params": {"k": 4}, "level": "server"},
     "full-view": {"topology": "fat-tree", "topology_params": {"k": 4}, "others": "full"},
+    "shortest-first-with-times": {
+        "queue_order": "ideal-time",
+        "job_times": True,
+        "room_features": True,
+    },
 }
 
 
@@ -147,9 +152,20 @@ def test_random_unmasked_actions_never_crash() -> None:
     assert env.sim.now <= 30 * env.config.interval_s
 
 
-@pytest.mark.parametrize("policy", ["fifo+packing", "sjf+tetris", "las+lif", "srtf+locality"])
-def test_heuristics_match_simulate_run(policy: str) -> None:
-    env = PodSchedulingEnv(num_jobs=50)
+@pytest.mark.parametrize(
+    ("policy", "queue_order"),
+    [
+        ("fifo+packing", "arrival"),
+        ("sjf+tetris", "arrival"),
+        ("las+lif", "arrival"),
+        ("srtf+locality", "arrival"),
+        ("dsif+locality", "ideal-time"),
+        ("fifo+packing", "ideal-time"),
+    ],
+)
+def test_heuristics_match_simulate_run(policy: str, queue_order: str) -> None:
+    # The driver follows the heuristic's plan, whatever order the queues are served in.
+    env = PodSchedulingEnv(num_jobs=50, queue_order=queue_order)
     env.reset(seed=4)
     driver = HeuristicPodPolicy(env, policy)
     while env.agents:
@@ -220,6 +236,10 @@ def test_make_env_and_bad_configs() -> None:
         make_env("pod_scheduling_v0", topolgy="vl2")
     with pytest.raises(ValueError, match="reward='speed'; allowed: progress, jct, contention"):
         make_env("pod_scheduling_v0", reward="speed")
+    with pytest.raises(ValueError, match="queue_order='sjf'; allowed: arrival, ideal-time"):
+        make_env("pod_scheduling_v0", queue_order="sjf")
+    with pytest.raises(ValueError, match="job_times must be true or false, got 'yes'"):
+        make_env("pod_scheduling_v0", job_times="yes")
     with pytest.raises(ValueError, match="unknown environment 'pod_v9'"):
         make_env("pod_v9")
 
@@ -238,3 +258,49 @@ def test_rllib_registration_builds_a_working_env() -> None:
         agent: int(np.flatnonzero(obs["action_mask"])[-1]) for agent, obs in observations.items()
     }
     wrapped.step(actions)
+
+
+def test_ideal_time_queues_serve_the_shortest_job_first() -> None:
+    env = PodSchedulingEnv(num_jobs=30, queue_order="ideal-time", workload_params={"rate": 6.0})
+    env.reset(seed=7)
+    sim = env.sim
+    longest_queue = 0
+    for agent, queue in enumerate(env.round.queues):
+        jobs = [entry.job for entry in queue]
+        longest_queue = max(longest_queue, len(jobs))
+        # Exactly the agent's waiting jobs, by ideal time, ties by arrival (job index).
+        mine = [job for job in sim.waiting_jobs().tolist() if env.homes[job] == agent]
+        assert jobs == sorted(mine, key=lambda job: (sim.ideal_duration[job], job))
+    assert longest_queue >= 2  # the order was actually exercised
+
+
+def test_job_times_show_remaining_time_and_deferrals() -> None:
+    env = PodSchedulingEnv(num_jobs=20, job_times=True, workload_params={"rate": 6.0})
+    observations, _ = env.reset(seed=3)
+    agent_index = next(i for i in range(len(env.possible_agents)) if env.round.head(i))
+    agent = env.possible_agents[agent_index]
+    head = env.round.head(agent_index)
+    sim, interval = env.sim, env.config.interval_s
+    models = env.builder.num_models
+    task = observations[agent]["task"]
+    # p: is-PS, model one-hot, 6 demands, the job's remaining ideal time, its deferrals.
+    assert task.shape == (1 + models + 6 + 1 + 1,)
+    assert task[1 + models + 6] == pytest.approx(np.log1p(sim.ideal_duration[head.job] / interval))
+    assert task[-1] == 0.0
+    # Slot 0 of r is the head job: the same time column.
+    assert observations[agent]["jobs_demand"][0, -1] == pytest.approx(task[1 + models + 6])
+    # Everyone sends its head job back to wait: one deferral each, shown in the task
+    # when such a job heads a queue again.
+    heads = [env.round.head(i).job for i in range(len(env.possible_agents)) if env.round.head(i)]
+    wait = {a: env.builder.num_actions - 1 for a in env.possible_agents}
+    observations, *_ = env.step(wait)
+    assert env.deferrals[heads].tolist() == [1] * len(heads)
+    assert env.deferrals.sum() == len(heads)
+    shown = []
+    while env.agents and not shown:
+        for index, name in enumerate(env.possible_agents):
+            entry = env.round.head(index) if env.round else None
+            if entry is not None and env.deferrals[entry.job]:
+                shown.append(observations[name]["task"][-1] * 4 == env.deferrals[entry.job])
+        observations, *_ = env.step(wait)
+    assert shown and all(shown)
