@@ -1,14 +1,15 @@
 """One scheduling interval's decisions: per-scheduler queues, task by task, with claims.
 
 At the start of a round every waiting job joins its home scheduler's queue, in arrival
-order or shortest ideal run time first (``queue_order``). A scheduler always works on the job at the head of its queue, one task at a time
-(workers first, then parameter servers). A task placed on the scheduler's own partition
-is *claimed* -- held from the free resources the masks see -- until the whole job is
-placed, when the job starts in the simulator. A forwarded job moves to the front of the
-other scheduler's queue with its claims kept, so the receiver continues where the sender
-stopped; each task may be forwarded at most ``forward_limit`` times. A job sent back to
-wait loses its claims and waits for the next round. Jobs are never lost or duplicated: a
-job is in exactly one queue, or started, or waiting for the next round.
+order or shortest ideal run time first (``queue_order``). A scheduler always works on
+the job at the head of its queue, one task at a time (workers first, then parameter
+servers). A task placed on the scheduler's own partition is *claimed* -- held from the
+free resources the masks see -- until the whole job is placed, when the job starts in
+the simulator. A forwarded job moves to the front of the other scheduler's queue with
+its claims kept, so the receiver continues where the sender stopped; each task may be
+forwarded at most ``forward_limit`` times. A job sent back to wait loses its claims and
+waits for the next round. Jobs are never lost or duplicated: a job is in exactly one
+queue, or started, or waiting for the next round.
 """
 
 from __future__ import annotations
