@@ -13,8 +13,10 @@ What you get
 Connects to the Ray cluster in ``RAY_ADDRESS`` (or the one ``ray job submit`` runs it on),
 else starts a local Ray. One Tune trial per training seed of the config, with Tune's
 progress table, checkpoints under ``ray_results/<name>`` and every trial logged to MLflow
-(flattened config as params, curated metrics per iteration, tags). At the end the best
-checkpoint -- played greedily (``learned-greedy``) and sampled (``learned-sampled``) -- and
+(flattened config as params, curated metrics per iteration, tags). At the end the trained
+policy -- the last checkpoint, or with ``evaluation.validation_seeds`` the kept checkpoint
+or warm-start module with the lowest avg JCT on those seeds (:mod:`tune.selection`) --
+played greedily (``learned-greedy``) and sampled (``learned-sampled``) -- and
 the configured heuristics (``evaluation.baselines: all``: the full table) play held-out
 workloads (evaluation seeds never used in training); the comparison (mean ± 95% Student-t
 confidence interval over seeds of avg/p90 JCT, makespan and contention, the best heuristic
@@ -22,7 +24,8 @@ and each row's difference to it) is printed and logged to MLflow, one run per po
 the same metric names (means, plus ``<metric>_ci95`` half-widths), plus artifacts on the
 learned summary row (config, learning curve, JCT CDF of the learned rows against the best
 heuristic, ``evaluation.csv`` and ``evaluation.json`` with per-seed values, checkpoint path).
-``--json`` prints one final object: ``checkpoint``, ``tracking_uri``, ``experiment``,
+``--json`` prints one final object: ``checkpoint`` (the evaluated policy's folder),
+``tracking_uri``, ``experiment``,
 ``policies`` ({name: {metric: mean}}), ``evaluation`` ({name: {kind, metrics, ci95, seeds,
 per_seed}}), ``summary`` (best heuristic, learned summary row, relative differences) and
 ``training_s``. A bad config prints one line on stderr and exits with status 2 before Ray
@@ -110,8 +113,9 @@ def start_ray(tracking_uri: str) -> None:
 
 def run_tune(
     experiment: ExperimentConfig, storage: Path, tracking_uri: str, resume: bool, verbose: int = 1
-) -> Any:
-    """Fit (or resume) the Tune experiment; returns its ResultGrid."""
+) -> tuple[Any, str | None]:
+    """Fit (or resume) the Tune experiment; returns its ResultGrid and the warm-start
+    module's folder (None without a ``warm_start`` section)."""
     from ray import tune as ray_tune
 
     from tune.mlflow_tracking import MLflowTrialCallback
@@ -163,16 +167,33 @@ def run_tune(
                 verbose=verbose,
             ),
         )
-    return tuner.fit()
+    return tuner.fit(), warm_start_path
 
 
-def evaluate_best(experiment: ExperimentConfig, checkpoint: str) -> dict[str, dict[str, Any]]:
-    """Learned policy and baselines on the held-out seeds (:mod:`tune.evaluation`)."""
-    from tune.evaluation import evaluate_experiment
+def choose_policy(
+    experiment: ExperimentConfig, results: Any, warm_start_path: str | None
+) -> tuple[str, dict[str, str], dict[str, float]]:
+    """The policy to evaluate: ``(folder, module folders by id, validation scores)``.
+
+    Without ``evaluation.validation_seeds``: the last checkpoint of the trial with the best
+    final training return (no scores). With them: the candidate with the lowest mean avg
+    JCT on those seeds among every kept checkpoint and the warm-start module
+    (:mod:`tune.selection`).
+    """
     from tune.policy_evaluation import module_paths
     from tune.rllib_config import module_ids
 
-    return evaluate_experiment(experiment, module_paths(checkpoint, module_ids(experiment)))
+    ids = module_ids(experiment)
+    if not experiment.evaluation.validation_seeds:
+        checkpoint = results.get_best_result(metric=BEST_METRIC, mode="max").checkpoint.path
+        return checkpoint, module_paths(checkpoint, ids), {}
+    from tune.selection import checkpoint_candidates, select
+
+    kept = [
+        checkpoint.path for result in results for checkpoint, _ in (result.best_checkpoints or [])
+    ]
+    chosen, scores = select(experiment, checkpoint_candidates(kept, ids, warm_start_path))
+    return chosen.path, chosen.modules, scores
 
 
 def write_evaluation_table(
@@ -246,6 +267,9 @@ def log_evaluation(
             )
         write_evaluation_table(table, info, out)
         (out / "checkpoint.txt").write_text(checkpoint + "\n")
+        if "validation" in info:
+            # Which candidate was evaluated and why: every candidate's validation avg JCT.
+            (out / "validation.json").write_text(json.dumps(info["validation"], indent=1))
         artifacts = sorted(out.iterdir())
         tags = experiment_tags(experiment)
         seeds = ",".join(map(str, experiment.evaluation.seeds))
@@ -284,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     start_ray(tracking_uri)
     started = time.monotonic()
     try:
-        results = run_tune(
+        results, warm_start_path = run_tune(
             experiment, storage, tracking_uri, args.resume, verbose=0 if args.json else 1
         )
     except ConfigError as error:
@@ -299,14 +323,18 @@ def main(argv: list[str] | None = None) -> int:
     checkpoint = best.checkpoint.path
     table: dict[str, dict[str, Any]] = {}
     info: dict[str, Any] = {}
+    validation: dict[str, float] = {}
     evaluation_s = 0.0
     if not args.skip_evaluation:
-        from tune.evaluation import summary
+        from tune.evaluation import evaluate_experiment, summary
 
         started = time.monotonic()
-        table = evaluate_best(experiment, checkpoint)
+        checkpoint, modules, validation = choose_policy(experiment, results, warm_start_path)
+        table = evaluate_experiment(experiment, modules)
         evaluation_s = time.monotonic() - started
         info = summary(experiment, table)
+        if validation:
+            info["validation"] = {"chosen": checkpoint, "avg_jct": validation}
         log_evaluation(experiment, tracking_uri, table, best, checkpoint, info)
     from tune.evaluation import statistics_table
 
@@ -328,7 +356,9 @@ def main(argv: list[str] | None = None) -> int:
 
             print(f"\nHeld-out evaluation ({len(experiment.evaluation.seeds)} seeds):")
             print(format_evaluation(table, info))
-        print(f"\nbest checkpoint: {checkpoint}")
+        for label, score in validation.items():
+            print(f"validation avg JCT {score / 3600:.3f} h: {label}")
+        print(f"\nevaluated policy: {checkpoint}")
         print(f"MLflow experiment '{experiment.experiment_name}' at {tracking_uri}")
         print(f"open it with: {ui_command(tracking_uri)}")
     return 0

@@ -238,18 +238,38 @@ class EvaluationSection:
     The learned policy is always evaluated both greedily and sampled (rows
     ``learned-greedy`` and ``learned-sampled``); ``greedy`` picks the row that summaries
     compare with the best heuristic (default: the sampled one, as before both were played).
+
+    ``validation_seeds``: when given, the policy evaluated is not the last checkpoint but
+    the candidate (every kept checkpoint, and the warm-start module) with the lowest mean
+    avg JCT on these seeds, played as ``greedy`` says (:mod:`tune.selection`); they must
+    differ from the training, warm-start and evaluation seeds.
     """
 
     seeds: list[int] = field(default_factory=lambda: [1000, 1001, 1002])
     baselines: list[str] | str | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     greedy: bool = False
+    validation_seeds: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.seeds or any(
             isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 for seed in self.seeds
         ):
             raise ConfigError(f"evaluation.seeds must be non-negative integers, got {self.seeds!r}")
+        if not isinstance(self.validation_seeds, list) or any(
+            isinstance(seed, bool) or not isinstance(seed, int) or seed < 0
+            for seed in self.validation_seeds
+        ):
+            raise ConfigError(
+                "evaluation.validation_seeds must be a list of non-negative integers, "
+                f"got {self.validation_seeds!r}"
+            )
+        overlap = sorted(set(self.seeds) & set(self.validation_seeds))
+        if overlap:
+            raise ConfigError(
+                f"evaluation.validation_seeds {overlap} are also evaluation seeds; selecting "
+                "on the evaluation seeds would tune on them"
+            )
         if isinstance(self.baselines, str):
             if self.baselines != ALL_BASELINES:
                 raise ConfigError(
@@ -395,6 +415,12 @@ class ExperimentConfig:
                 f"evaluation.seeds {overlap} are also training seeds; evaluation must use "
                 "held-out seeds"
             )
+        overlap = sorted(set(self.seeds) & set(self.evaluation.validation_seeds))
+        if overlap:
+            raise ConfigError(
+                f"evaluation.validation_seeds {overlap} are also training seeds; validation "
+                "must use held-out seeds"
+            )
         self.evaluation.baselines_for(self.environment.name)  # a bad name fails before Ray
         if self.warm_start is not None:
             self._check_warm_start(self.warm_start)
@@ -420,6 +446,12 @@ class ExperimentConfig:
                 f"evaluation.seeds {overlap} are also warm_start seeds (warm_start.seeds_from="
                 f"{warm_start.seeds_from}, episodes + heldout_episodes="
                 f"{warm_start.episodes + warm_start.heldout_episodes}); move warm_start.seeds_from"
+            )
+        overlap = sorted(recorded & set(self.evaluation.validation_seeds))
+        if overlap:
+            raise ConfigError(
+                f"evaluation.validation_seeds {overlap} are also warm_start seeds; move "
+                "warm_start.seeds_from"
             )
 
     @property

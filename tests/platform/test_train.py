@@ -120,6 +120,65 @@ def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path) -> None
 
 
 @pytest.mark.integration
+def test_validation_chooses_among_the_warm_start_and_the_checkpoints(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    overrides = [
+        f"tracking.tracking_uri={uri}",
+        "evaluation.validation_seeds=[300, 301]",
+        "warm_start={heuristic: fifo+packing, episodes: 2, heldout_episodes: 1, epochs: 2}",
+    ]
+    result = run_program(
+        "platform/train.py",
+        *("--config", str(TINY), "--storage", str(tmp_path / "results"), "--json"),
+        *[arg for override in overrides for arg in ("--set", override)],
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    payload = last_json(result.stdout)
+    validation = payload["summary"]["validation"]
+    scores = validation["avg_jct"]
+    # The warm-start module and both kept checkpoints (iterations 1 and 2) competed.
+    assert next(iter(scores)) == "warm start"
+    assert sorted(label.rsplit("/", 1)[-1] for label in list(scores)[1:]) == [
+        "checkpoint_000000",
+        "checkpoint_000001",
+    ]
+    # The evaluated policy is the candidate with the lowest validation JCT.
+    best_label = min(scores, key=scores.get)
+    chosen = Path(validation["chosen"])
+    assert payload["checkpoint"] == validation["chosen"] and chosen.is_dir()
+    if best_label == "warm start":
+        assert chosen == tmp_path / "results" / "warm_start" / "tiny"
+    else:
+        assert chosen.name == best_label.rsplit("/", 1)[-1]
+    # Its greedy validation score is reproduced by playing it again on the same seeds.
+    from tune.policy_evaluation import evaluate
+
+    module_dir = (
+        chosen
+        if best_label == "warm start"
+        else (chosen / "learner_group" / "learner" / "rl_module" / "shared")
+    )
+    env_config = {
+        "topology": "fat-tree",
+        "topology_params": {"k": 4},
+        "workload": "poisson",
+        "workload_params": {"rate": 2.0},
+        "num_jobs": 8,
+        "reward": "jct",
+        "horizon_intervals": 60,
+    }
+    again = evaluate(
+        "pod_scheduling_v0", env_config, [300, 301], [], {"shared": str(module_dir)}, greedy=False
+    )
+    assert again["learned-sampled"]["metrics"]["avg_jct"] == pytest.approx(scores[best_label])
+    evaluation = [
+        run for run in runs_of(uri, "tiny") if run.data.tags.get("policy") == "learned-sampled"
+    ]
+    artifacts = {a.path for a in client(uri).list_artifacts(evaluation[0].info.run_id)}
+    assert "validation.json" in artifacts
+
+
+@pytest.mark.integration
 def test_resume_after_killing_the_driver(tmp_path: Path) -> None:
     storage = tmp_path / "results"
     args = [

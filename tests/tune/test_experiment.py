@@ -55,6 +55,22 @@ def test_overrides_reach_nested_keys() -> None:
         ),
         ({"evaluation": {"baselines": ["fifo+warp"]}}, r"evaluation.baselines: unknown placement"),
         ({"seeds": [1000]}, r"evaluation.seeds \[1000\] are also training seeds"),
+        (
+            {"evaluation": {"seeds": [5, 6], "validation_seeds": [6, 7]}},
+            r"evaluation.validation_seeds \[6\] are also evaluation seeds",
+        ),
+        (
+            {"seeds": [7], "evaluation": {"validation_seeds": [7]}},
+            r"evaluation.validation_seeds \[7\] are also training seeds",
+        ),
+        (
+            {"evaluation": {"validation_seeds": [100_001]}, "warm_start": {"episodes": 3}},
+            r"evaluation.validation_seeds \[100001\] are also warm_start seeds",
+        ),
+        (
+            {"evaluation": {"validation_seeds": "2000"}},
+            r"evaluation.validation_seeds must be a list of non-negative integers, got '2000'",
+        ),
         ({"stop": {"training_iteration": 0}}, r"stop.training_iteration must be an integer >= 1"),
         (
             {"algorithm": {"train_batch_size": 100, "minibatch_size": 200}},

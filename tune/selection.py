@@ -1,0 +1,91 @@
+"""Which trained policy to evaluate: the candidate with the lowest JCT on validation seeds.
+
+RL training returns are a poor judge of a scheduler: each iteration's episodes draw other
+workloads, so the return moves more with the jobs than with the policy, and the last
+checkpoint is not the best one. When ``evaluation.validation_seeds`` is set,
+``platform/train.py`` plays every candidate -- each checkpoint the trials kept and, with a
+``warm_start`` section, the imitation-trained module PPO started from -- on those seeds
+(never training, warm-start or evaluation seeds), greedily or sampled as
+``evaluation.greedy`` says, and evaluates the one with the lowest mean average JCT on the
+evaluation seeds. Candidates are judged on the same workloads, so the comparison is
+paired; ties go to the earlier candidate (the warm start, then checkpoints by iteration).
+
+How to use::
+
+    from tune.selection import Candidate, select
+
+    candidates = checkpoint_candidates(checkpoints, ["shared"], warm_start_path)
+    chosen, scores = select(experiment, candidates)  # chosen.modules -> evaluation
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tune.experiment import ExperimentConfig
+
+#: The metric candidates are ranked by (lower is better).
+SELECTION_METRIC = "avg_jct"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A trained policy: a label, the folder it was saved in (an Algorithm checkpoint or
+    the warm-start module) and its RLModule folders by module id."""
+
+    label: str
+    path: str
+    modules: dict[str, str]
+
+
+def checkpoint_candidates(
+    checkpoints: list[str], module_ids: list[str], warm_start_path: str | None
+) -> list[Candidate]:
+    """The warm-start module (if any), then every checkpoint folder, in iteration order."""
+    from tune.policy_evaluation import module_paths
+
+    candidates = []
+    if warm_start_path is not None:
+        modules = dict.fromkeys(module_ids, warm_start_path)
+        candidates.append(Candidate("warm start", warm_start_path, modules))
+    for checkpoint in sorted(checkpoints, key=lambda path: (Path(path).parent, path)):
+        label = f"{Path(checkpoint).parent.name[:40]}/{Path(checkpoint).name}"
+        candidates.append(Candidate(label, checkpoint, module_paths(checkpoint, module_ids)))
+    return candidates
+
+
+def select(
+    experiment: ExperimentConfig, candidates: list[Candidate]
+) -> tuple[Candidate, dict[str, float]]:
+    """The candidate with the lowest mean :data:`SELECTION_METRIC` on
+    ``experiment.evaluation.validation_seeds``, and every candidate's score by label."""
+    from tune.policy_evaluation import evaluate
+
+    if not candidates:
+        raise ValueError("no candidate policies to select from")
+    evaluation = experiment.evaluation
+    seeds = list(evaluation.validation_seeds)
+    if not seeds:
+        raise ValueError("evaluation.validation_seeds is empty: nothing to select on")
+    env_config = {**experiment.environment.config, **evaluation.environment}
+    scores: dict[str, float] = {}
+    for candidate in candidates:
+        table = evaluate(
+            experiment.environment.name,
+            env_config,
+            seeds,
+            [],
+            candidate.modules,
+            greedy=evaluation.greedy,
+        )
+        (row,) = table.values()
+        scores[candidate.label] = float(row["metrics"][SELECTION_METRIC])
+    best = min(range(len(candidates)), key=lambda i: _finite(scores[candidates[i].label]))
+    return candidates[best], scores
+
+
+def _finite(value: Any) -> float:
+    """NaN (no job finished) ranks last."""
+    return float("inf") if value != value else float(value)
