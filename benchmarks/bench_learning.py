@@ -9,7 +9,9 @@ What you get: for each setting, ``platform/train.py --config tune/configs/<setti
 every learned row and the best heuristic (marked ``*``) plus the heuristics the goal names,
 with avg JCT as mean ± 95% Student-t confidence interval over the held-out seeds, p90 JCT,
 CS (mean contention), the difference to the best heuristic, and whether the setting's goal
-is met; then ``benchmarks/results/learning.json`` with every row of every table.
+is met, and which trained policy was evaluated (with ``evaluation.validation_seeds``:
+every candidate's validation avg JCT); then ``benchmarks/results/learning.json`` with every
+row of every table (settings not run this time keep their last record there).
 """
 
 from __future__ import annotations
@@ -177,6 +179,11 @@ def report(setting: Setting, payload: dict[str, Any], wall_s: float) -> dict[str
         table,
     )
     print("* best heuristic  > learned row of the summary (evaluation.greedy)")
+    validation = summary.get("validation")
+    if validation:
+        for label, score in validation["avg_jct"].items():
+            print(f"  validation avg JCT {_hours(score)} h: {label}")
+        print(f"  evaluated: {validation['chosen']}")
     return {
         "setting": setting.name,
         "goal": setting.goal,
@@ -189,6 +196,7 @@ def report(setting: Setting, payload: dict[str, Any], wall_s: float) -> dict[str
         "evaluation_minutes": round(payload.get("evaluation_s", 0) / 60, 2),
         "wall_minutes": round(wall_s / 60, 2),
         "checkpoint": payload.get("checkpoint"),
+        "validation": validation,
         "rows": rows,
     }
 
@@ -207,8 +215,20 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     for name in selected:
         payload, wall_s = train(SETTINGS[name])
         records.append(report(SETTINGS[name], payload, wall_s))
-    write_results("learning", records)
+    write_results("learning", [*earlier_records(exclude=selected), *records])
     return records
+
+
+def earlier_records(exclude: list[str]) -> list[dict[str, Any]]:
+    """The last records of the settings not run now, from ``results/learning.json``."""
+    path = ROOT / "benchmarks" / "results" / "learning.json"
+    if not path.is_file():
+        return []
+    try:
+        records = json.loads(path.read_text()).get("results", [])
+    except (OSError, ValueError):
+        return []
+    return [record for record in records if record.get("setting") not in exclude]
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def checkpoint_candidates(
         modules = dict.fromkeys(module_ids, warm_start_path)
         candidates.append(Candidate("warm start", warm_start_path, modules))
     for checkpoint in sorted(checkpoints, key=lambda path: (Path(path).parent, path)):
-        label = f"{Path(checkpoint).parent.name[:40]}/{Path(checkpoint).name}"
+        label = f"{Path(checkpoint).parent.name}/{Path(checkpoint).name}"
         candidates.append(Candidate(label, checkpoint, module_paths(checkpoint, module_ids)))
     return candidates
 
