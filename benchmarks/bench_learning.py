@@ -137,6 +137,7 @@ def rows_of(setting: Setting, payload: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for name in shown:
         entry = policies[name]
+        paired = (summary.get("paired_to_best") or {}).get(name) or [None, None]
         rows.append(
             {
                 "setting": setting.name,
@@ -151,6 +152,8 @@ def rows_of(setting: Setting, payload: dict[str, Any]) -> list[dict[str, Any]]:
                 "avg_contention": entry["metrics"].get("avg_contention"),
                 "avg_contention_ci95": entry["ci95"].get("avg_contention"),
                 "vs_best": summary["relative_to_best"].get(name),
+                "paired_vs_best": paired[0],
+                "paired_vs_best_ci95": paired[1],
                 "seeds": len(entry["seeds"]),
             }
         )
@@ -169,6 +172,11 @@ def report(setting: Setting, payload: dict[str, Any], wall_s: float) -> dict[str
         if row["avg_jct_ci95"] is not None:
             mean += f" ± {_hours(row['avg_jct_ci95'])}"
         vs_best = "-" if row["vs_best"] is None else f"{100 * row['vs_best']:+.1f}%"
+        paired = row["paired_vs_best"]
+        if paired is not None and math.isfinite(paired):
+            half = row["paired_vs_best_ci95"]
+            spread = f" ± {100 * half:.1f}" if half is not None and math.isfinite(half) else ""
+            vs_best += f" (paired {100 * paired:+.1f}{spread}%)"
         contention = "-" if row["avg_contention"] is None else f"{row['avg_contention']:.3f}"
         table.append([mark, row["policy"], mean, _hours(row["p90_jct"]), contention, vs_best])
     print_table(

@@ -5,8 +5,11 @@ Each evaluation seed is one independent episode (its own workload draw), so a po
 per-seed figures are an i.i.d. sample and the mean's confidence interval is Student's t
 with ``n - 1`` degrees of freedom: ``mean ± t_{(1+level)/2, n-1} * s / sqrt(n)``, ``s`` the
 sample standard deviation (``ddof=1``). With ten seeds the 95% interval is
-``mean ± 2.262 s / sqrt(10)``. The intervals are per policy; two policies played on the
-same seeds could also be compared pairwise (their per-seed values are kept for that).
+``mean ± 2.262 s / sqrt(10)``. The intervals are per policy. Two policies played on the
+same seeds are also compared pairwise (:func:`paired_relative_ci`): the per-seed relative
+differences share each workload's difficulty, so their interval is much narrower than the
+two policies' intervals side by side, and it is the one that says whether a difference is
+real.
 
 How to use::
 
@@ -101,3 +104,23 @@ def relative_difference(value: Any, reference: Any) -> float:
     if not (math.isfinite(value) and math.isfinite(reference)) or reference == 0:
         return float("nan")
     return (value - reference) / reference
+
+
+def paired_relative_ci(
+    values: Sequence[Any], references: Sequence[Any], level: float = 0.95
+) -> tuple[float, float]:
+    """Mean and ``level`` Student-t half-width of the per-seed relative differences
+    ``(values[i] - references[i]) / references[i]`` -- a paired comparison of two policies
+    played on the same seeds (index ``i`` is one seed). Seeds where either is missing or
+    not finite, or the reference is 0, are left out. Raises ValueError when the two
+    sequences differ in length (they must be aligned by seed)."""
+    if len(values) != len(references):
+        raise ValueError(
+            f"paired values must be aligned by seed: {len(values)} values, "
+            f"{len(references)} references"
+        )
+    differences = [
+        relative_difference(value, reference)
+        for value, reference in zip(values, references, strict=True)
+    ]
+    return mean_ci(differences, level)

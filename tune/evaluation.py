@@ -35,6 +35,7 @@ from tune.confidence import (
     HEADLINE_METRICS,
     best_heuristic,
     mean_ci,
+    paired_relative_ci,
     relative_difference,
 )
 from tune.experiment import ExperimentConfig
@@ -156,7 +157,28 @@ def summary(
             policy: relative_difference(entry["metrics"].get(metric), reference)
             for policy, entry in table.items()
         },
+        "paired_to_best": {
+            policy: list(paired_to(table, policy, best, metric))
+            for policy in table
+            if best is not None and policy != best
+        },
     }
+
+
+def paired_to(
+    table: dict[str, dict[str, Any]], policy: str, reference: str, metric: str = RANKING_METRIC
+) -> tuple[float, float]:
+    """Mean relative difference of ``policy``'s ``metric`` to ``reference``'s, seed by seed,
+    with its 95% half-width (:func:`tune.confidence.paired_relative_ci`); NaN when the two
+    rows were not played on the same seeds."""
+    mine, theirs = table[policy], table[reference]
+    if mine.get("seeds") != theirs.get("seeds"):
+        return float("nan"), float("nan")
+    values = [episode.get(metric) for episode in mine.get("episodes", [])]
+    references = [episode.get(metric) for episode in theirs.get("episodes", [])]
+    if len(values) != len(references):
+        return float("nan"), float("nan")
+    return paired_relative_ci(values, references)
 
 
 def statistics_table(table: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -203,7 +225,13 @@ def format_evaluation(table: dict[str, dict[str, Any]], info: dict[str, Any]) ->
         "makespan": "makespan h",
         "avg_contention": "contention",
     }
-    header = ["", "policy", *(titles[m] + " ±95%" for m, _ in present), f"vs best {info['metric']}"]
+    header = [
+        "",
+        "policy",
+        *(titles[m] + " ±95%" for m, _ in present),
+        f"vs best {info['metric']}",
+        "paired ±95%",
+    ]
     rows = []
     for policy, entry in table.items():
         mark = (
@@ -218,11 +246,13 @@ def format_evaluation(table: dict[str, dict[str, Any]], info: dict[str, Any]) ->
             cells.append(_mean_pm(entry["metrics"].get(metric), entry["ci95"].get(metric), scale))
         relative = info["relative_to_best"].get(policy, float("nan"))
         cells.append("-" if not math.isfinite(relative) else f"{100 * relative:+.1f}%")
+        paired = info.get("paired_to_best", {}).get(policy, (float("nan"), float("nan")))
+        cells.append(_percent_pm(*paired))
         rows.append(cells)
     legend = (
         f"* best heuristic of {info['heuristics']} ({info['best_heuristic']}); "
         f"> learned summary row ({info['learned']}); ± is the 95% Student-t half-width over "
-        f"{len(info['seeds'])} seeds"
+        f"{len(info['seeds'])} seeds; paired: the mean per-seed difference to the best heuristic"
     )
     return align_rows(header, rows) + "\n" + legend
 
@@ -235,3 +265,13 @@ def _mean_pm(mean: Any, half_width: Any, scale: float) -> str:
     if half_width is not None and math.isfinite(float(half_width)):
         text += f" ± {float(half_width) / scale:.3f}"
     return text
+
+
+def _percent_pm(mean: float, half_width: float) -> str:
+    """``+m.m ± h.h%`` ("-" when missing)."""
+    if not math.isfinite(mean):
+        return "-"
+    text = f"{100 * mean:+.1f}"
+    if math.isfinite(half_width):
+        text += f" ± {100 * half_width:.1f}"
+    return text + "%"

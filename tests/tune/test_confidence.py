@@ -6,7 +6,13 @@ import math
 
 import pytest
 
-from tune.confidence import best_heuristic, mean_ci, relative_difference, summarize
+from tune.confidence import (
+    best_heuristic,
+    mean_ci,
+    paired_relative_ci,
+    relative_difference,
+    summarize,
+)
 
 
 def test_five_values_by_hand() -> None:
@@ -63,3 +69,16 @@ def test_summarize_best_heuristic_and_relative_difference() -> None:
     assert relative_difference(80.0, 90.0) == pytest.approx(-1 / 9)
     assert math.isnan(relative_difference(80.0, 0.0))
     assert math.isnan(relative_difference(None, 90.0))
+
+
+def test_paired_relative_differences_by_hand() -> None:
+    # Per seed: (110-100)/100 = 0.10, (180-200)/200 = -0.10, (330-300)/300 = 0.10;
+    # mean 1/30, s = sqrt(((2/30)^2 * 2 + (4/30)^2) / 2) = 0.11547, t(0.975, 2) = 4.303.
+    mean, half_width = paired_relative_ci([110.0, 180.0, 330.0], [100.0, 200.0, 300.0])
+    assert mean == pytest.approx(1 / 30)
+    assert half_width == pytest.approx(4.302653 * 0.1154701 / math.sqrt(3), rel=1e-5)
+    # A seed missing on either side is left out of both.
+    assert paired_relative_ci([110.0, None, 330.0], [100.0, 200.0, 300.0])[0] == pytest.approx(0.1)
+    assert paired_relative_ci([110.0, 220.0], [100.0, float("nan")])[0] == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="aligned by seed: 2 values, 3 references"):
+        paired_relative_ci([1.0, 2.0], [1.0, 2.0, 3.0])

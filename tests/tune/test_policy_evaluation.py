@@ -3,6 +3,8 @@ played greedily and sampled, and the statistics of every row (in this process, n
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -155,6 +157,15 @@ def test_summary_names_the_best_heuristic_and_the_learned_row() -> None:
         assert info["relative_to_best"][learned] == pytest.approx(
             table[learned]["metrics"]["avg_jct"] / means[best] - 1
         )
+        # Rows without per-seed episodes cannot be paired; heuristics on the same seeds are.
+        assert all(math.isnan(value) for value in info["paired_to_best"][learned])
+        other = next(name for name in baselines if name != best)
+        per_seed = [
+            (mine["avg_jct"] - theirs["avg_jct"]) / theirs["avg_jct"]
+            for mine, theirs in zip(table[other]["episodes"], table[best]["episodes"], strict=True)
+        ]
+        assert info["paired_to_best"][other][0] == pytest.approx(sum(per_seed) / 2)
+        assert best not in info["paired_to_best"]
 
 
 def test_a_learned_pod_policy_plays_another_topology(tmp_path) -> None:
