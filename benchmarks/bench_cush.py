@@ -11,7 +11,7 @@ Q = 5, 20-job sets), STEPS steps each with resets, best of REPEAT:
 * "SJF+BF": ``env.baseline_action("sjf+bf")`` picks every action.
 
 Then every Table 1 baseline runs SETS job sets on Sierra and Summit through
-:func:`envs.cush_baselines.run_cush_baseline` (no Gymnasium observation is drawn); the
+:func:`envs.cush.baselines.run_cush_baseline` (no Gymnasium observation is drawn); the
 table gives the time per episode and the averages 004 Table 1 reports.
 """
 
@@ -26,19 +26,12 @@ import numpy as np
 from common import print_table, write_results
 
 from envs.cush import ENV_ID, CuSHEnv
-from envs.cush_baselines import CUSH_BASELINES, run_cush_baseline
-from envs.registration import register_envs
+from envs.cush.baselines import CUSH_BASELINES, run_cush_baseline
 
 STEPS = 5_000
 REPEAT = 3
 SETS = 10
 CLUSTERS = ("sierra", "summit")
-
-
-def _register() -> None:
-    register_envs()
-    if ENV_ID not in gymnasium.registry:  # until envs.registration lists CuSH
-        gymnasium.register(id=ENV_ID, entry_point="envs.cush:CuSHEnv")
 
 
 def _run(env: gymnasium.Env, choose: Callable[[dict], Any]) -> tuple[float, int]:
@@ -103,7 +96,6 @@ def measure_baseline(policy: str, cluster: str) -> dict[str, Any]:
 
 def main() -> list[dict[str, Any]]:
     """Run the cases, print the tables, write ``results/cush.json``."""
-    _register()
     steps = [
         measure_steps("random valid", CuSHEnv, "random"),
         measure_steps("random valid, gymnasium.make", lambda: gymnasium.make(ENV_ID), "random"),

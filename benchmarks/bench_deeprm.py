@@ -23,7 +23,6 @@ import numpy as np
 from common import print_table, write_results
 
 from envs.deeprm import ENV_ID, DeepRMEnv
-from envs.registration import register_envs
 
 STEPS = 50_000
 REPEAT = 3
@@ -44,7 +43,6 @@ def _run(env: gymnasium.Env, choose: Callable[[int], int]) -> tuple[float, int]:
 
 
 def _cases() -> list[tuple[str, Callable[[], gymnasium.Env], str]]:
-    register_envs()
     return [
         ("image, random", DeepRMEnv, "random"),
         ("image, random, gymnasium.make", lambda: gymnasium.make(ENV_ID), "random"),

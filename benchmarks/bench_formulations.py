@@ -19,11 +19,11 @@ import numpy as np
 from common import print_table, write_results
 
 from envs.contention import ContentionEnv
-from envs.contention_baselines import CONTENTION_BASELINES, run_contention_baseline
+from envs.contention.baselines import CONTENTION_BASELINES, run_contention_baseline
 from envs.rltaps import RLTapsEnv
-from envs.rltaps_baselines import RLTAPS_BASELINES, run_rltaps_baseline
+from envs.rltaps.baselines import RLTAPS_BASELINES, run_rltaps_baseline
 from envs.sced2 import Sced2Env
-from envs.sced2_baselines import SCED2_BASELINES, run_sced2_baseline
+from envs.sced2.baselines import SCED2_BASELINES, run_sced2_baseline
 
 STEPS = 3_000
 REPEAT = 3

@@ -1,8 +1,12 @@
-"""Environments by name: ``envs.make_env("pod_scheduling_v0", topology="vl2", ...)``.
+"""Every environment by name: the one table of ids, and ``make_env``.
 
-PettingZoo environments are constructed from their keyword configuration; Gymnasium
-single-agent environments registered under ``podsched/...`` go through
-``gymnasium.make``.
+``envs.make_env("pod_scheduling_v0", topology="vl2", ...)`` builds any of them. PettingZoo
+environments are constructed from their keyword configuration; the Gymnasium
+single-agent environments (ids in the ``podsched/`` namespace) go through
+``gymnasium.make``, and ``import envs`` registers them (:func:`register_envs`, idempotent),
+so ``gymnasium.make("podsched/DeepRM-v0")`` works right after the import. The environments
+truncate episodes themselves (``max_episode_steps`` in their configs), so no ``TimeLimit``
+wrapper is added. Entry points are imported on demand, so ``import envs`` stays light.
 """
 
 from __future__ import annotations
@@ -10,20 +14,46 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# name -> "module:constructor"; imported on demand so `import envs` stays light.
-MULTI_AGENT_ENVIRONMENTS: dict[str, str] = {
+import gymnasium
+
+#: The namespace of podsched's Gymnasium ids.
+GYMNASIUM_NAMESPACE = "podsched/"
+
+#: id -> "module:class" of every environment podsched provides.
+ENVIRONMENTS: dict[str, str] = {
     "pod_scheduling_v0": "envs.pod_env:PodSchedulingEnv",
+    "podsched/DeepRM-v0": "envs.deeprm.env:DeepRMEnv",
+    "podsched/CuSH-v0": "envs.cush.env:CuSHEnv",
+    "podsched/SCED2-v0": "envs.sced2.env:Sced2Env",
+    "podsched/Contention-v0": "envs.contention.env:ContentionEnv",
+    "podsched/RLTAPS-v0": "envs.rltaps.env:RLTapsEnv",
 }
+
+#: The PettingZoo (multi-agent) part of :data:`ENVIRONMENTS`.
+MULTI_AGENT_ENVIRONMENTS: dict[str, str] = {
+    name: target
+    for name, target in ENVIRONMENTS.items()
+    if not name.startswith(GYMNASIUM_NAMESPACE)
+}
+
+#: The Gymnasium (single-agent) part of :data:`ENVIRONMENTS`.
+SINGLE_AGENT_ENVIRONMENTS: dict[str, str] = {
+    name: target for name, target in ENVIRONMENTS.items() if name.startswith(GYMNASIUM_NAMESPACE)
+}
+
+
+def register_envs() -> list[str]:
+    """Register every Gymnasium environment not registered yet; return all their ids."""
+    for env_id, entry_point in SINGLE_AGENT_ENVIRONMENTS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point=entry_point)
+    return list(SINGLE_AGENT_ENVIRONMENTS)
 
 
 def environment_names() -> list[str]:
     """Every name :func:`make_env` accepts."""
-    import gymnasium
-
-    from envs.registration import register_envs
-
     register_envs()
-    single = sorted(name for name in gymnasium.registry if name.startswith("podsched/"))
+    single = sorted(name for name in gymnasium.registry if name.startswith(GYMNASIUM_NAMESPACE))
     return [*sorted(MULTI_AGENT_ENVIRONMENTS), *single]
 
 
@@ -33,11 +63,7 @@ def make_env(name: str, **config: Any) -> Any:
     if target is not None:
         module_name, constructor = target.split(":")
         return getattr(importlib.import_module(module_name), constructor)(**config)
-    if name.startswith("podsched/"):
-        import gymnasium
-
-        from envs.registration import register_envs
-
+    if name.startswith(GYMNASIUM_NAMESPACE):
         register_envs()
         if name in gymnasium.registry:
             return gymnasium.make(name, **config)

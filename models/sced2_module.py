@@ -9,7 +9,7 @@ statistics ``Stat`` of the rest of the queue -- and builds (eq. 3-5)::
     E   = Concat(F_1, ..., F_N, G)   the embedding state
     A   = f(f(E; w_2); w_3)
 
-``podsched/SCED2-v0`` gives that state flat (``envs.sced2_core.observation_layout``: N x M
+``podsched/SCED2-v0`` gives that state flat (``envs.sced2.core.observation_layout``: N x M
 remaining times server-major, J rows of k + 2 job values, 4 statistics, all times in
 hours); :class:`SharedWeightNetwork` cuts it with the environment's own layout and
 applies eq. 3-5. ``f`` is a fully connected ReLU network; 002 gives no sizes, so the
@@ -60,8 +60,8 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.utils.schedules.scheduler import Scheduler
 from torch import Tensor, nn
 
-from envs.sced2_config import JOB_EXTRA_FEATURES, NUM_STATISTICS, Sced2Config
-from envs.sced2_core import observation_layout
+from envs.sced2.config import JOB_EXTRA_FEATURES, NUM_STATISTICS, Sced2Config
+from envs.sced2.core import observation_layout
 from models.actor_critic import SeparateCriticModule, start_at_zero, start_near_uniform
 from models.config import (
     layer_sizes,

@@ -31,7 +31,7 @@ stderr while it runs.
 
 ``deeprm`` replays an explicit DeepRM workload (``{"jobs": [{"arrival_time": 3, "len": 2,
 "res": [5, 1]}, ...]}``) under DeepRM's SJF, Packer or Random baseline with the reference
-dynamics (``envs/deeprm.py``) and prints slowdowns, reward and each job's start and
+dynamics (``envs/deeprm/``) and prints slowdowns, reward and each job's start and
 finish; ``--json`` prints the object with ``mean_slowdown``, ``max_slowdown``,
 ``total_reward``, ``steps``, ``final_time``, ``dropped`` and ``jobs``.
 
@@ -440,7 +440,9 @@ def _write_metrics_csv(metrics: dict[str, dict[str, Any]], path: Path) -> None:
 
 def command_deeprm(args: argparse.Namespace) -> int:
     """``deeprm``: replay an explicit workload under a DeepRM baseline."""
-    from envs.deeprm_core import DeepRMConfig, load_jobs_file, replay
+    from envs.deeprm.baselines import replay
+    from envs.deeprm.config import DeepRMConfig
+    from envs.deeprm.jobs import load_jobs_file
 
     if args.num_nw < 1:
         raise UsageError(f"--num-nw must be >= 1, got {args.num_nw}")
@@ -463,7 +465,7 @@ def command_deeprm(args: argparse.Namespace) -> int:
 
 def command_cush(args: argparse.Namespace) -> int:
     """``cush``: a CuSH baseline over seeded job sets (or one explicit set)."""
-    from envs.cush_baselines import run_cush_baseline
+    from envs.cush.baselines import run_cush_baseline
 
     jobs = None
     if args.jobs_file is not None:
@@ -512,7 +514,7 @@ def _print_summary(summary: dict[str, Any], keys: tuple[str, ...], as_json: bool
 
 def command_sced2(args: argparse.Namespace) -> int:
     """``sced2``: a SCED2 baseline (002) over seeded traces."""
-    from envs.sced2_baselines import run_sced2_baseline
+    from envs.sced2.baselines import run_sced2_baseline
 
     jobs = json.loads(Path(args.jobs_file).read_text()) if args.jobs_file else None
     summary = run_sced2_baseline(
@@ -533,7 +535,7 @@ def command_sced2(args: argparse.Namespace) -> int:
 
 def command_contention(args: argparse.Namespace) -> int:
     """``contention``: a contention-aware baseline (000) over seeded job sets."""
-    from envs.contention_baselines import run_contention_baseline
+    from envs.contention.baselines import run_contention_baseline
 
     jobs = json.loads(Path(args.jobs_file).read_text()) if args.jobs_file else None
     summary = run_contention_baseline(
@@ -566,7 +568,7 @@ def add_link_sharing_argument(parser: argparse._ActionsContainer, default: str) 
 
 def command_rltaps(args: argparse.Namespace) -> int:
     """``rltaps``: RL-TAPS's baselines (003) side by side over seeded job sequences."""
-    from envs.rltaps_baselines import format_baseline_table, parse_baselines, run_rltaps_baseline
+    from envs.rltaps.baselines import format_baseline_table, parse_baselines, run_rltaps_baseline
 
     policies = parse_baselines(args.policy)
     jobs = json.loads(Path(args.jobs_file).read_text()) if args.jobs_file else None
@@ -683,7 +685,7 @@ def build_parser() -> argparse.ArgumentParser:
     deeprm.add_argument("--json", action="store_true", help="print one JSON object")
     deeprm.set_defaults(handler=command_deeprm)
 
-    from envs.cush_baselines import CUSH_BASELINES
+    from envs.cush.baselines import CUSH_BASELINES
 
     cush = commands.add_parser("cush", help="run a CuSH baseline (004 Table 1) over job sets")
     cush.add_argument(

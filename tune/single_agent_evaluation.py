@@ -59,24 +59,24 @@ FAIR_WHEN_TRUNCATED = ("podsched/RLTAPS-v0",)
 def baseline_names(env_name: str) -> tuple[str, ...]:
     """The heuristics the environment ``env_name`` ships for comparison."""
     if env_name == "podsched/DeepRM-v0":
-        from envs.deeprm_core import POLICIES
+        from envs.deeprm.baselines import POLICIES
 
         return tuple(POLICIES)  # sjf, packer, random (the reference's other_agents.py)
     if env_name == "podsched/CuSH-v0":
-        from envs.cush_baselines import CUSH_BASELINES
+        from envs.cush.baselines import CUSH_BASELINES
 
         return CUSH_BASELINES  # 004 Table 1's eight rows
     if env_name == "podsched/SCED2-v0":
-        from envs.sced2_baselines import SCED2_BASELINES
+        from envs.sced2.baselines import SCED2_BASELINES
 
         # DSIF delays jobs across decisions, which a per-step action cannot express.
         return tuple(name for name in SCED2_BASELINES if name != "dsif")
     if env_name == "podsched/Contention-v0":
-        from envs.contention_baselines import CONTENTION_BASELINES
+        from envs.contention.baselines import CONTENTION_BASELINES
 
         return CONTENTION_BASELINES
     if env_name == "podsched/RLTAPS-v0":
-        from envs.rltaps_baselines import RLTAPS_BASELINES
+        from envs.rltaps.baselines import RLTAPS_BASELINES
 
         return RLTAPS_BASELINES
     raise ValueError(
@@ -173,8 +173,8 @@ def _simulated_episode(
 ) -> dict[str, Any]:
     """A whole-simulation baseline over the job set ``reset(seed=seed)`` draws."""
     if env_name == "podsched/RLTAPS-v0":
-        from envs.rltaps_baselines import run_rltaps_baseline
-        from envs.rltaps_config import RLTapsConfig
+        from envs.rltaps.baselines import run_rltaps_baseline
+        from envs.rltaps.config import RLTapsConfig
 
         (played,) = run_rltaps_baseline(policy, seed=seed, **env_config)["sequences"]
         config = RLTapsConfig.from_dict(env_config)
@@ -185,7 +185,7 @@ def _simulated_episode(
             "truncated": float(not done and played["steps"] >= config.max_steps),
         }
     else:
-        from envs.contention_baselines import run_contention_baseline
+        from envs.contention.baselines import run_contention_baseline
 
         (played,) = run_contention_baseline(policy, seed=seed, num_sets=1, **env_config)["sets"]
         metrics = {

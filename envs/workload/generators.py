@@ -318,6 +318,47 @@ def bursty_workload(
     )
 
 
+def bimodal_lengths(
+    is_short: np.ndarray, rng: np.random.Generator, short: Sequence[int], long: Sequence[int]
+) -> np.ndarray:
+    """Per job, a length uniform in ``short`` (inclusive) where ``is_short``, else in ``long``.
+
+    Both ranges are drawn for every job, short first, so the stream of ``rng`` does not
+    depend on the mix: DeepRM's and 004's two-mode job lengths.
+    """
+    count = is_short.shape[0]
+    return np.where(
+        is_short,
+        rng.integers(short[0], short[1] + 1, size=count),
+        rng.integers(long[0], long[1] + 1, size=count),
+    )
+
+
+def deeprm_jobs(
+    count: int,
+    width: int,
+    rng: np.random.Generator,
+    *,
+    short_fraction: float,
+    short: Sequence[int],
+    long: Sequence[int],
+    dominant: Sequence[int],
+    other: Sequence[int],
+) -> tuple[np.ndarray, np.ndarray]:
+    """DeepRM's bimodal jobs (the reference's ``job_distribution.py``): int64 ``(length,
+    demand)`` of ``count`` jobs over ``width`` resources.
+
+    A job is short (``short``) with probability ``short_fraction``, else long (``long``);
+    one uniformly drawn resource gets a demand in ``dominant``, every other one in ``other``.
+    :func:`deeprm_workload` and :func:`envs.deeprm.jobs.generate_sequence` both draw this way.
+    """
+    length = bimodal_lengths(rng.random(count) < short_fraction, rng, short, long)
+    heavy = rng.integers(width, size=count)
+    demand = rng.integers(other[0], other[1] + 1, size=(count, width))
+    demand[np.arange(count), heavy] = rng.integers(dominant[0], dominant[1] + 1, size=count)
+    return length, demand
+
+
 def deeprm_workload(
     num_jobs: int,
     rng: np.random.Generator,
@@ -357,22 +398,22 @@ def deeprm_workload(
     models = get_catalog(catalog)
 
     arrival = bernoulli_arrivals(jobs, arrival_probability, step, rng)
-    is_short = rng.random(jobs) < short_share
-    length = np.where(
-        is_short,
-        rng.integers(short_low, short_high + 1, size=jobs),
-        rng.integers(long_low, long_high + 1, size=jobs),
+    length, demand = deeprm_jobs(
+        jobs,
+        len(names),
+        rng,
+        short_fraction=short_share,
+        short=(short_low, short_high),
+        long=(long_low, long_high),
+        dominant=(dominant_low, dominant_high),
+        other=(other_low, other_high),
     )
-    width = len(names)
-    dominant = rng.integers(width, size=jobs)
-    demand = rng.integers(other_low, other_high + 1, size=(jobs, width)).astype(np.float64)
-    demand[np.arange(jobs), dominant] = rng.integers(dominant_low, dominant_high + 1, size=jobs)
     model = rng.integers(len(models), size=jobs)
     return Workload(
         arrival_time=arrival,
         model=model,
         num_workers=np.ones(jobs, dtype=np.int64),
-        worker_demand=demand,
+        worker_demand=demand.astype(np.float64),
         duration=length * step,
         catalog_name=models.name,
         resource_names=names,
@@ -421,11 +462,7 @@ def cush_workload(
 
     arrival = np.sort(rng.integers(0, int(arrival_window_steps), size=jobs)) * step
     is_short = rng.random(jobs) < short_share
-    length = np.where(
-        is_short,
-        rng.integers(short_low, short_high + 1, size=jobs),
-        rng.integers(long_low, long_high + 1, size=jobs),
-    )
+    length = bimodal_lengths(is_short, rng, (short_low, short_high), (long_low, long_high))
     num_workers = rng.integers(gpu_low, gpu_high + 1, size=jobs)
     model = rng.integers(len(models), size=jobs)
     return Workload(

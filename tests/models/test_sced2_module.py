@@ -13,7 +13,7 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.rl_module import RLModule
 
 from envs.sced2 import Sced2Env
-from envs.sced2_core import split_observation
+from envs.sced2.core import split_observation
 from models.registry import module_class
 from models.sced2_module import Sced2ModelConfig, Sced2Module, Sced2QModule
 

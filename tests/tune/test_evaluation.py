@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from envs.contention import ContentionEnv
-from envs.contention_baselines import run_contention_baseline
-from envs.contention_jobs import generate_job_set
+from envs.contention.baselines import run_contention_baseline
+from envs.contention.jobs import generate_job_set
 from envs.sced2 import Sced2Env
 from envs.sim.report import format_comparison
 from tune.evaluation import evaluate_experiment
@@ -107,9 +107,9 @@ def test_the_table_shows_simulator_columns_or_the_formulations_own() -> None:
 
 def test_rltaps_baselines_play_the_sequence_the_agent_would_see() -> None:
     from envs.rltaps import RLTapsEnv
-    from envs.rltaps_baselines import run_rltaps_baseline
-    from envs.rltaps_config import RLTapsConfig
-    from envs.rltaps_jobs import generate_jobs
+    from envs.rltaps.baselines import run_rltaps_baseline
+    from envs.rltaps.config import RLTapsConfig
+    from envs.rltaps.jobs import generate_jobs
 
     config = {"racks": [2, 2], "num_jobs": 12, "max_steps": 60}
     table = evaluate_single_agent("podsched/RLTAPS-v0", config, [5], None, ["sjf", "tetris"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gymnasium
 import pytest
 
 from envs.contention import ENV_ID, ContentionEnv
@@ -10,13 +9,7 @@ from envs.contention import ENV_ID, ContentionEnv
 
 @pytest.fixture
 def registered() -> str:
-    """``podsched/Contention-v0`` registered (by ``envs.registration`` once it lists it,
-    else here with the entry point it will use); returns the id."""
-    import envs.registration
-
-    envs.registration.register_envs()
-    if ENV_ID not in gymnasium.registry:
-        gymnasium.register(id=ENV_ID, entry_point="envs.contention:ContentionEnv")
+    """``podsched/Contention-v0``, which ``import envs`` registers; returns the id."""
     return ENV_ID
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.contention_baselines import (
+from envs.contention.baselines import (
     CONTENTION_BASELINES,
     RoundScheduler,
     run_contention_baseline,
 )
-from envs.contention_config import ContentionConfig
-from envs.contention_core import contention_cluster, simulator_config
-from envs.contention_jobs import parse_jobs
-from envs.contention_placement import PlacementOptions
+from envs.contention.config import ContentionConfig
+from envs.contention.core import contention_cluster, simulator_config
+from envs.contention.jobs import parse_jobs
+from envs.contention.placement import PlacementOptions
 from envs.sim import Simulator
 
 from .conftest import job

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.contention import ContentionEnv
+from envs.contention import BRANCHES, ContentionEnv
 from envs.workload import ModelProfile, get_catalog
 
 from .conftest import job
@@ -225,6 +225,20 @@ def test_a_round_pays_000_equation_2() -> None:
         [1 - 1 / traffic_cs("FSDP", [duty("MoE")]), 1 - 1 / traffic_cs("MoE", [duty("FSDP")])]
     )
     assert reward == pytest.approx(-0.7 * loss + 0.3 * 0.5)
+
+
+@pytest.mark.parametrize(("branch", "w1"), [("A", 0.3), ("C", 0.5), ("E", 0.7)])
+def test_each_branch_weighs_the_round_reward_by_its_w1(branch: str, w1: float) -> None:
+    # 000 §VI: branch A..E weighs contention by W1 = 0.3..0.7 and utilization by 1 - W1.
+    env = ContentionEnv(
+        w1=BRANCHES[branch], jobs=[job("FSDP", 8), job("MoE", 8), job("GNN", 1, 900)]
+    )
+    env.reset(seed=0)
+    env.step(env.action_for(0, [0, 1]))
+    env.step(env.action_for(1, [0, 1]))
+    _, reward, _, _, _ = env.step(env.config.nothing_action)
+    contention = (traffic_cs("FSDP", [duty("MoE")]) + traffic_cs("MoE", [duty("FSDP")])) / 2
+    assert reward == pytest.approx(-w1 * contention + (1 - w1) * 0.5)
 
 
 def test_rl_base_does_nothing_and_rl_hybrid_falls_back_to_greedy() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from envs.cush import CuSHEnv
-from envs.cush_baselines import CUSH_BASELINES, SET_METRICS, parse_baseline, run_cush_baseline
+from envs.cush.baselines import CUSH_BASELINES, SET_METRICS, parse_baseline, run_cush_baseline
 
 
 def job(arrival: int, length: int, gpus: int, cpus: int, kind: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from envs.cush import CuSHEnv
-from envs.cush_alloc import BREADTH_FIRST, DAXPY, DEPTH_FIRST, DGEMM, node_counts, penalty
+from envs.cush.alloc import BREADTH_FIRST, DAXPY, DEPTH_FIRST, DGEMM, node_counts, penalty
 
 SMALL = {"nodes": 4, "penalty_scale_gpus": 16}
 

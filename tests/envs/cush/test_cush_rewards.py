@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from envs.cush import CuSHEnv
-from envs.cush_core import eq1_returns
+from envs.cush.core import eq1_returns
 from envs.sim import SimulationResult
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from envs.deeprm import DeepRMEnv
-from envs.deeprm_core import DeepRMConfig, DeepRMCore, packer_action, random_action, sjf_action
+from envs.deeprm.baselines import packer_action, random_action, sjf_action
+from envs.deeprm.config import DeepRMConfig
+from envs.deeprm.core import DeepRMCore
 
 
 def slots_after_arrivals(jobs: list[tuple[int, list[int]]], book_first: bool = False) -> DeepRMEnv:

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from envs.deeprm import DeepRMEnv
-from envs.deeprm_core import RESULT_KEYS, replay
+from envs.deeprm.baselines import replay
+from envs.deeprm.core import RESULT_KEYS
 
 #: The hand-written 5-job workload of both derivations below.
 FIVE_JOBS = {

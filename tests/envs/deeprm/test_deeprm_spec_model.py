@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from envs.deeprm import DeepRMEnv
-from envs.deeprm_core import DeepRMConfig, JobSequence
+from envs.deeprm.config import DeepRMConfig
+from envs.deeprm.jobs import JobSequence
 
 
 @dataclass

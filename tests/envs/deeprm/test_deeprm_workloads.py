@@ -8,14 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from envs.deeprm_core import (
-    RESULT_KEYS,
-    DeepRMConfig,
-    generate_sequence,
-    load_jobs_file,
-    parse_jobs,
-    replay,
-)
+from envs.deeprm.baselines import replay
+from envs.deeprm.config import DeepRMConfig
+from envs.deeprm.core import RESULT_KEYS
+from envs.deeprm.jobs import generate_sequence, load_jobs_file, parse_jobs
 
 CONFIG = DeepRMConfig()
 

@@ -36,10 +36,7 @@ def assignment(slots_of: dict[int, int], none: int = NONE) -> np.ndarray:
 
 @pytest.fixture
 def registered() -> str:
-    """``podsched/RLTAPS-v0`` registered; returns the id."""
-    import envs.registration
-
-    envs.registration.register_envs()
+    """``podsched/RLTAPS-v0``, which ``import envs`` registers; returns the id."""
     return "podsched/RLTAPS-v0"
 
 

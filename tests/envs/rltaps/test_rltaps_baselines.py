@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.rltaps_baselines import (
+from envs.rltaps.baselines import (
     RLTAPS_BASELINES,
     format_baseline_table,
     left_to_right,
@@ -14,9 +14,9 @@ from envs.rltaps_baselines import (
     run_rltaps_baseline,
     run_sequence,
 )
-from envs.rltaps_config import RLTapsConfig
-from envs.rltaps_core import RLTapsCore
-from envs.rltaps_jobs import parse_jobs
+from envs.rltaps.config import RLTapsConfig
+from envs.rltaps.core import RLTapsCore
+from envs.rltaps.jobs import parse_jobs
 
 from .conftest import EFFECTIVE, STEP_S, job
 

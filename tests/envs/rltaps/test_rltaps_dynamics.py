@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from envs.rltaps import RLTapsEnv
-from envs.rltaps_core import split_observation
+from envs.rltaps.core import split_observation
 
 from .conftest import CELL_FLOPS, EFFECTIVE, NONE, P100, STEP_S, assignment, job
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from envs.rltaps import RLTapsEnv
-from envs.rltaps_config import RLTapsConfig
-from envs.rltaps_jobs import CNN_NAMES, CNN_TABLE
-from envs.rltaps_speed import SpeedModel
+from envs.rltaps.cnns import CNN_NAMES, CNN_TABLE
+from envs.rltaps.config import RLTapsConfig
+from envs.rltaps.speed import SpeedModel
 
 from .conftest import EFFECTIVE, P100, assignment, job
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gymnasium
 import pytest
 
 from envs.sced2 import ENV_ID, Sced2Env
@@ -10,13 +9,7 @@ from envs.sced2 import ENV_ID, Sced2Env
 
 @pytest.fixture
 def registered() -> str:
-    """``podsched/SCED2-v0`` registered (by ``envs.registration`` once it lists it, else
-    here with the entry point it will use); returns the id."""
-    import envs.registration
-
-    envs.registration.register_envs()
-    if ENV_ID not in gymnasium.registry:
-        gymnasium.register(id=ENV_ID, entry_point="envs.sced2:Sced2Env")
+    """``podsched/SCED2-v0``, which ``import envs`` registers; returns the id."""
     return ENV_ID
 
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from envs.sced2 import Sced2Env
-from envs.sced2_baselines import SCED2_BASELINES, run_sced2_baseline, simulate_baseline
-from envs.sced2_config import Sced2Config
-from envs.sced2_jobs import parse_jobs
+from envs.sced2.baselines import SCED2_BASELINES, run_sced2_baseline, simulate_baseline
+from envs.sced2.config import Sced2Config
+from envs.sced2.jobs import parse_jobs
 
 
 def job(arrival: float, model: str, gpus: int, duration: float) -> dict:

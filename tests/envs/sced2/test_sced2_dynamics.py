@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from envs.sced2 import Sced2Env
-from envs.sced2_core import split_observation
+from envs.sced2.core import split_observation
 from envs.sim import Simulator, SimulatorConfig
 from envs.workload import get_catalog
 
