@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from common import print_table, write_results
 
-from envs.pod_env import PodSchedulingEnv
+from envs.pod.env import PodSchedulingEnv
 from models.config import GNNModelConfig
 from models.pod_gnn import PodGNN
 

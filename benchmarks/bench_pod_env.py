@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from common import print_table, write_results
 
-from envs.pod_env import PodSchedulingEnv
+from envs.pod.env import PodSchedulingEnv
 
 CASES: list[tuple[str, dict[str, Any], float, float]] = [
     ("fat-tree k=4", {"topology_params": {"k": 4}, "num_jobs": 200}, 5_000.0, 10.0),

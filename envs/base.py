@@ -5,17 +5,26 @@ Each environment has a frozen config dataclass with a ``from_dict`` constructor;
 overrides" into one validated config, checks the render mode, and picks each episode's
 jobs (reset option, constructor list, or a fresh draw from ``self.np_random``) with the
 same messages everywhere. :func:`parse_discrete_action` checks a scalar discrete action.
+
+Each formulation also declares what the rest of the product needs, as attributes of its
+environment class: :attr:`ConfiguredEnv.baselines` (its paper's heuristics),
+:attr:`ConfiguredEnv.simulated_baselines` (those that run as whole simulations instead of
+through the agent's actions), :attr:`ConfiguredEnv.summary_metrics` (the headline numbers
+of its summary), :attr:`ConfiguredEnv.fair_when_truncated` (whether a truncated episode's
+summary still counts), and :meth:`ConfiguredEnv.run_baselines`, one signature for all, so
+``tune/`` and ``platform/`` look them up (:func:`envs.registry.formulation`).
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import gymnasium
 import numpy as np
 
+from envs.command import BaselineCommand
 from envs.validation import override_fields
 
 Config = TypeVar("Config")
@@ -53,6 +62,16 @@ def parse_discrete_action(action: object, num_actions: int, last_means: str) -> 
     return choice
 
 
+def scalar_metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The numbers of a summary (per-job records and the seed stay out): what tables compare."""
+    return {
+        key: value
+        for key, value in summary.items()
+        if key != "seed"
+        and (value is None or (isinstance(value, int | float) and not isinstance(value, bool)))
+    }
+
+
 def checked_render_mode(env_class: str, render_mode: str | None, allowed: list[str]) -> str | None:
     """``render_mode`` if ``None`` or one of ``allowed`` (the env's metadata), else raise."""
     if render_mode is None or render_mode in allowed:
@@ -80,6 +99,18 @@ class ConfiguredEnv(gymnasium.Env):  # type: ignore[type-arg]
     label: str
     #: The keys ``reset(options=...)`` accepts.
     reset_options: tuple[str, ...] = ("jobs",)
+    #: The paper's baselines that :meth:`run_baselines` plays, in the paper's order.
+    baselines: tuple[str, ...] = ()
+    #: The baselines that decide outside the agent's action space (preemption, reassigning
+    #: GPUs...), so they run as whole simulations of the episode's job set.
+    simulated_baselines: tuple[str, ...] = ()
+    #: The headline numbers of :meth:`summary`, in the order a table shows them.
+    summary_metrics: tuple[str, ...] = ()
+    #: Whether :meth:`summary` judges a truncated episode fairly, so its numbers count next
+    #: to those of complete episodes (else only ``episode_return`` and ``truncated`` do).
+    fair_when_truncated: bool = False
+    #: Its baselines on the command line (``platform/paper_baselines.py``), or None.
+    command: BaselineCommand | None = None
 
     def __init__(
         self,
@@ -168,3 +199,70 @@ class ConfiguredEnv(gymnasium.Env):  # type: ignore[type-arg]
     def summary(self) -> dict[str, Any]:
         """The episode so far, as the formulation's core reports it."""
         return self.core.summary()  # type: ignore[attr-defined,no-any-return]
+
+    def baseline_action(self, policy: str) -> Any:
+        """Baseline ``policy``'s action in the current state (step-by-step baselines)."""
+        raise NotImplementedError(f"{type(self).__name__} has no step-by-step baselines")
+
+    @classmethod
+    def check_baselines(cls, policies: Sequence[str] | None = None) -> tuple[str, ...]:
+        """``policies`` (every one of :attr:`baselines` when None); ValueError naming any
+        this formulation does not know."""
+        names = cls.baselines if policies is None else tuple(policies)
+        unknown = [name for name in names if name not in cls.baselines]
+        if unknown:
+            raise ValueError(
+                f"unknown baseline(s) {', '.join(unknown)} for {cls.label}; "
+                f"known: {', '.join(cls.baselines)}"
+            )
+        return names
+
+    @classmethod
+    def run_baselines(
+        cls,
+        seeds: Sequence[int],
+        policies: Sequence[str] | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """``{policy: [metrics of the episode of each seed]}`` for the baselines
+        ``policies`` (all when None) on the environment ``config`` (a mapping of its fields).
+
+        Every policy plays the job set ``reset(seed=seed)`` draws, so baselines and a learned
+        policy face identical episodes. An episode's metrics: ``episode_return`` (NaN where a
+        simulated baseline earns no RL reward), ``truncated`` (1.0 when the step cap ended
+        it) and the numbers of the formulation's summary.
+        """
+        names = cls.check_baselines(policies)
+        settings = dict(config or {})
+        return {
+            name: [
+                cls._simulated_episode(name, seed, settings)
+                if name in cls.simulated_baselines
+                else cls._played_episode(name, seed, settings)
+                for seed in seeds
+            ]
+            for name in names
+        }
+
+    @classmethod
+    def _played_episode(cls, policy: str, seed: int, config: dict[str, Any]) -> dict[str, Any]:
+        """One episode of ``policy`` through :meth:`baseline_action`, step by step."""
+        env = cls(**config)
+        try:
+            env.reset(seed=seed)
+            episode_return, done, truncated = 0.0, False, False
+            while not done:
+                _, reward, terminated, truncated, _ = env.step(env.baseline_action(policy))
+                episode_return += float(reward)
+                done = terminated or truncated
+            summary = env.summary()
+        finally:
+            env.close()
+        metrics: dict[str, Any] = {"episode_return": episode_return, "truncated": float(truncated)}
+        metrics.update(scalar_metrics(summary))
+        return metrics
+
+    @classmethod
+    def _simulated_episode(cls, policy: str, seed: int, config: dict[str, Any]) -> dict[str, Any]:
+        """One whole simulation of ``policy`` over the job set ``reset(seed=seed)`` draws."""
+        raise NotImplementedError(f"{cls.__name__} runs no baseline as a whole simulation")

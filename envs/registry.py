@@ -7,21 +7,28 @@ single-agent environments (ids in the ``podsched/`` namespace) go through
 so ``gymnasium.make("podsched/DeepRM-v0")`` works right after the import. The environments
 truncate episodes themselves (``max_episode_steps`` in their configs), so no ``TimeLimit``
 wrapper is added. Entry points are imported on demand, so ``import envs`` stays light.
+
+:func:`formulation` looks up a single-agent formulation's environment class, which declares
+what the rest of the product needs (its baselines, summary metrics, ``run_baselines``; see
+:class:`envs.base.ConfiguredEnv`); :func:`formulation_ids` names them by package.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
+
+if TYPE_CHECKING:
+    from envs.base import ConfiguredEnv
 
 #: The namespace of podsched's Gymnasium ids.
 GYMNASIUM_NAMESPACE = "podsched/"
 
 #: id -> "module:class" of every environment podsched provides.
 ENVIRONMENTS: dict[str, str] = {
-    "pod_scheduling_v0": "envs.pod_env:PodSchedulingEnv",
+    "pod_scheduling_v0": "envs.pod.env:PodSchedulingEnv",
     "podsched/DeepRM-v0": "envs.deeprm.env:DeepRMEnv",
     "podsched/CuSH-v0": "envs.cush.env:CuSHEnv",
     "podsched/SCED2-v0": "envs.sced2.env:Sced2Env",
@@ -55,6 +62,29 @@ def environment_names() -> list[str]:
     register_envs()
     single = sorted(name for name in gymnasium.registry if name.startswith(GYMNASIUM_NAMESPACE))
     return [*sorted(MULTI_AGENT_ENVIRONMENTS), *single]
+
+
+def formulation_ids() -> dict[str, str]:
+    """Every single-agent formulation's short name (its package: ``deeprm``, ``cush``, ...)
+    -> its Gymnasium id."""
+    return {
+        target.split(":")[0].split(".")[1]: env_id
+        for env_id, target in SINGLE_AGENT_ENVIRONMENTS.items()
+    }
+
+
+def formulation(name: str) -> type[ConfiguredEnv]:
+    """The environment class of the single-agent formulation ``name`` (its Gymnasium id or
+    short name): a :class:`envs.base.ConfiguredEnv` with ``baselines``,
+    ``simulated_baselines``, ``summary_metrics``, ``fair_when_truncated`` and
+    ``run_baselines``."""
+    target = SINGLE_AGENT_ENVIRONMENTS.get(formulation_ids().get(name, name))
+    if target is None:
+        known = ", ".join(SINGLE_AGENT_ENVIRONMENTS)
+        raise ValueError(f"no single-agent baselines for environment {name!r}; known: {known}")
+    module_name, constructor = target.split(":")
+    environment: type[ConfiguredEnv] = getattr(importlib.import_module(module_name), constructor)
+    return environment
 
 
 def make_env(name: str, **config: Any) -> Any:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -77,47 +76,27 @@ def main(argv: list[str] | None = None) -> int:
         experiment = load_config(args.config, overrides)
         modules = None
         if args.checkpoint is not None:
-            from tune.policy_evaluation import module_paths
+            from tune.evaluation import module_paths
             from tune.rllib_config import module_ids
 
             modules = module_paths(args.checkpoint.resolve(), module_ids(experiment))
     except (ConfigError, ValueError, FileNotFoundError) as error:
         print(f"evaluate.py: error: {error}", file=sys.stderr)
         return 2
-    from tune.evaluation import (
-        ci_metrics,
-        evaluate_experiment,
-        format_evaluation,
-        statistics_table,
-        summary,
-    )
-    from tune.mlflow_tracking import experiment_tags, log_run, resolve_tracking_uri
+    from tune.evaluation import evaluate_experiment, format_evaluation, statistics_table, summary
+    from tune.mlflow_tracking import resolve_tracking_uri
+    from tune.runs import log_evaluation_runs, start_ray
 
     if not args.no_ray:
-        import ray
-
-        ray.init(
-            address=os.environ.get("RAY_ADDRESS"), include_dashboard=False, log_to_driver=False
-        )
+        start_ray()
     table = evaluate_experiment(experiment, modules)
     info = summary(experiment, table)
     if args.mlflow:
         tracking_uri = resolve_tracking_uri(experiment)
-        for policy, entry in table.items():
-            log_run(
-                tracking_uri,
-                experiment.experiment_name,
-                f"eval-{policy}",
-                params={"policy": policy, "checkpoint": str(args.checkpoint or "")},
-                metrics={**entry["metrics"], **ci_metrics(entry)},
-                tags={
-                    **experiment_tags(experiment),
-                    "policy": policy,
-                    "policy_kind": entry["kind"],
-                    "stage": "evaluation",
-                    "best_heuristic": str(policy == info["best_heuristic"]).lower(),
-                },
-            )
+        checkpoint = str(args.checkpoint or "")
+        log_evaluation_runs(
+            experiment, tracking_uri, table, info, params={"checkpoint": checkpoint}
+        )
     if args.json:
         payload = {
             "policies": {policy: entry["metrics"] for policy, entry in table.items()},

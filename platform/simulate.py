@@ -29,27 +29,8 @@ fragmentation, contention...), or with ``--json`` one object
 JCT CDF and GPU utilization over time; ``--csv FILE`` writes the table. Progress shows on
 stderr while it runs.
 
-``deeprm`` replays an explicit DeepRM workload (``{"jobs": [{"arrival_time": 3, "len": 2,
-"res": [5, 1]}, ...]}``) under DeepRM's SJF, Packer or Random baseline with the reference
-dynamics (``envs/deeprm/``) and prints slowdowns, reward and each job's start and
-finish; ``--json`` prints the object with ``mean_slowdown``, ``max_slowdown``,
-``total_reward``, ``steps``, ``final_time``, ``dropped`` and ``jobs``.
-
-``cush`` runs one of CuSH's baselines (004 Table 1: FCFS, SJF, DRF, Random, each with
-depth-first ``df`` or breadth-first ``bf`` allocation) over seeded 20-job sets on a Sierra
-or Summit cluster and prints average NTAT, wait, turnaround and rewards (``--json``: one
-object).
-
-``sced2`` runs one of SCED2's baselines (002: SIF, DSIF, SAF, LRF, SPF, FIFO, all with
-packing) on its 15 x 8 cluster; ``contention`` one of the contention-aware paper's (000:
-LAS, SRTF, FIFO) on 4 x 8 GPUs with its model mixes. Both print their paper's metrics
-(``--json``: one object).
-
-``rltaps`` runs RL-TAPS's baselines (003 §5.3: Random, SJF, Tetris job pickers with the
-left-to-right allocator, no preemption) over seeded 400-job sequences on racks of Minsky
-machines and prints them side by side: mean reward (eq. 16), mean slowdown (eq. 17),
-finished and dropped jobs, mean speed, GPU utilization (``--json``: ``{"policies":
-{name: {...}}}``)::
+``deeprm``, ``cush``, ``sced2``, ``contention`` and ``rltaps`` run the single-agent
+formulations' baselines, exactly as ``platform/paper_baselines.py`` does (see its ``--help``)::
 
     python platform/simulate.py rltaps --policy random,sjf,tetris --seed 0 --num-sequences 5
 
@@ -67,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from paper_baselines import OneLineParser, UsageError, add_formulation_commands
 
 from envs.schedulers import PreemptionSettings, make_scheduler, scheduler_names
 from envs.schedulers.preemption import DEFAULT_LAS_THRESHOLDS_GPU_S, DEFAULT_MIN_RUN_S
@@ -85,15 +67,6 @@ TOPOLOGY_OPTIONS: dict[str, dict[str, str]] = {
     "racks": {"racks": "racks"},
     "flat": {"servers": "servers", "gpus": "gpus_per_server"},
 }
-
-
-class UsageError(Exception):
-    """A bad command line: reported as one line, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse would print the whole usage
-        raise UsageError(message)
 
 
 def _rack_list(text: str) -> tuple[int, ...]:
@@ -438,123 +411,6 @@ def _write_metrics_csv(metrics: dict[str, dict[str, Any]], path: Path) -> None:
             writer.writerow([name, *(values[key] for key in keys)])
 
 
-def command_deeprm(args: argparse.Namespace) -> int:
-    """``deeprm``: replay an explicit workload under a DeepRM baseline."""
-    from envs.deeprm.baselines import replay
-    from envs.deeprm.config import DeepRMConfig
-    from envs.deeprm.jobs import load_jobs_file
-
-    if args.num_nw < 1:
-        raise UsageError(f"--num-nw must be >= 1, got {args.num_nw}")
-    jobs = load_jobs_file(args.jobs_file, DeepRMConfig(num_nw=args.num_nw))
-    summary = replay(jobs, args.policy, num_nw=args.num_nw, seed=args.seed)
-    if args.json:
-        print(json.dumps(summary))
-        return 0
-    print(
-        f"{len(summary['jobs'])} jobs ({summary['dropped']} dropped) under {args.policy}: "
-        f"mean slowdown {summary['mean_slowdown']:.3f}, max {summary['max_slowdown']:.3f}, "
-        f"total reward {summary['total_reward']:.3f}, {summary['steps']} steps, "
-        f"final time {summary['final_time']}"
-    )
-    print("arrival  start  finish")
-    for job in summary["jobs"]:
-        print(f"{job['arrival_time']:>7}  {job['start']:>5}  {job['finish']:>6}")
-    return 0
-
-
-def command_cush(args: argparse.Namespace) -> int:
-    """``cush``: a CuSH baseline over seeded job sets (or one explicit set)."""
-    from envs.cush.baselines import run_cush_baseline
-
-    jobs = None
-    if args.jobs_file is not None:
-        jobs = json.loads(Path(args.jobs_file).read_text())
-    params: dict[str, Any] = {}
-    for option in ("dgemm_fraction", "queue_size", "time_horizon"):
-        value = getattr(args, option)
-        if value is not None:
-            params[option] = value
-    summary = run_cush_baseline(
-        args.policy,
-        seed=args.seed,
-        num_sets=args.num_sets,
-        cluster=args.cluster,
-        nodes=args.nodes,
-        jobs=jobs,
-        **params,
-    )
-    if args.json:
-        print(json.dumps(json_safe(summary)))
-        return 0
-    print(
-        f"{summary['policy']} on {summary['cluster']} ({summary['nodes']} nodes), "
-        f"{summary['num_sets']} set(s) from seed {summary['seed']}:"
-    )
-    for label, key in (
-        ("average NTAT", "avg_ntat"),
-        ("average wait (steps)", "avg_wait"),
-        ("average turnaround (steps)", "avg_tat"),
-        ("rewards (local return)", "local_return"),
-        ("eq. 1 return", "eq1_return"),
-    ):
-        print(f"  {label:<28}{summary[key]:.3f}")
-    return 0
-
-
-def _print_summary(summary: dict[str, Any], keys: tuple[str, ...], as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(json_safe(summary)))
-        return
-    for key in keys:
-        value = summary.get(key)
-        shown = f"{value:.4g}" if isinstance(value, float) else str(value)
-        print(f"  {key:<26}{shown}")
-
-
-def command_sced2(args: argparse.Namespace) -> int:
-    """``sced2``: a SCED2 baseline (002) over seeded traces."""
-    from envs.sced2.baselines import run_sced2_baseline
-
-    jobs = json.loads(Path(args.jobs_file).read_text()) if args.jobs_file else None
-    summary = run_sced2_baseline(
-        args.policy,
-        seed=args.seed,
-        num_jobs=args.num_jobs,
-        num_traces=args.num_traces,
-        workload=args.workload,
-        interval_scale=args.interval_scale,
-        jobs=jobs,
-    )
-    if not args.json:
-        print(f"{args.policy}+packing on 15 x 8 GPUs, {args.num_traces} trace(s):")
-    keys = ("execution_effectiveness", "avg_jct", "p90_jct", "makespan", "fragmentation")
-    _print_summary(summary, tuple(key for key in keys if key in summary), args.json)
-    return 0
-
-
-def command_contention(args: argparse.Namespace) -> int:
-    """``contention``: a contention-aware baseline (000) over seeded job sets."""
-    from envs.contention.baselines import run_contention_baseline
-
-    jobs = json.loads(Path(args.jobs_file).read_text()) if args.jobs_file else None
-    summary = run_contention_baseline(
-        args.policy,
-        seed=args.seed,
-        mix=args.mix,
-        num_jobs=args.num_jobs,
-        num_sets=args.num_sets,
-        placement=args.placement,
-        jobs=jobs,
-        link_sharing=args.link_sharing,
-    )
-    if not args.json:
-        print(f"{args.policy} on 4 x 8 GPUs, {args.mix} mix, {args.num_sets} set(s):")
-    keys = ("avg_jct", "p90_jct", "gpu_utilization", "avg_contention", "p90_contention")
-    _print_summary(summary, tuple(key for key in keys if key in summary), args.json)
-    return 0
-
-
 def add_link_sharing_argument(parser: argparse._ActionsContainer, default: str) -> None:
     """``--link-sharing``: how jobs crossing one link split its bandwidth."""
     parser.add_argument(
@@ -566,39 +422,22 @@ def add_link_sharing_argument(parser: argparse._ActionsContainer, default: str) 
     )
 
 
-def command_rltaps(args: argparse.Namespace) -> int:
-    """``rltaps``: RL-TAPS's baselines (003) side by side over seeded job sequences."""
-    from envs.rltaps.baselines import format_baseline_table, parse_baselines, run_rltaps_baseline
-
-    policies = parse_baselines(args.policy)
-    jobs = json.loads(Path(args.jobs_file).read_text()) if args.jobs_file else None
-    params: dict[str, Any] = {"racks": args.racks}
-    if args.num_jobs is not None:
-        params["num_jobs"] = args.num_jobs
-    results = {
-        name: run_rltaps_baseline(
-            name, seed=args.seed, num_sequences=args.num_sequences, jobs=jobs, **params
-        )
-        for name in policies
-    }
-    if args.json:
-        print(json.dumps(json_safe({"policies": results})))
-        return 0
-    racks = ",".join(map(str, args.racks))
-    count = next(iter(results.values()))["num_sequences"]
-    print(f"RL-TAPS baselines on racks [{racks}] of Minsky machines, {count} sequence(s):")
-    print(format_baseline_table(results))
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command line of this program."""
-    parser = _Parser(
+    parser = OneLineParser(
         prog="simulate.py",
         description=__doc__.split("How to run")[0].strip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    add_describe_command(commands)
+    add_run_command(commands)
+    add_formulation_commands(commands)
+    return parser
+
+
+def add_describe_command(commands: Any) -> None:
+    """``describe``: the options of a cluster, and how to show it."""
     describe = commands.add_parser(
         "describe", help="print the counts and bandwidths of a cluster topology"
     )
@@ -612,6 +451,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     describe.set_defaults(handler=command_describe)
 
+
+def add_run_command(commands: Any) -> None:
+    """``run``: a cluster, a workload, the policies and their preemption, the output."""
     run = commands.add_parser("run", help="simulate scheduling policies on a workload")
     add_topology_arguments(run)
     add_workload_arguments(run)
@@ -664,118 +506,6 @@ def build_parser() -> argparse.ArgumentParser:
     output.add_argument("--plot", type=Path, metavar="FILE.png", help="JCT CDF and utilization")
     output.add_argument("--csv", type=Path, metavar="FILE.csv", help="write the metrics table")
     run.set_defaults(handler=command_run)
-
-    deeprm = commands.add_parser(
-        "deeprm", help="replay an explicit DeepRM workload under SJF, Packer or Random"
-    )
-    deeprm.add_argument(
-        "--jobs-file",
-        type=Path,
-        required=True,
-        help='JSON {"jobs": [{"arrival_time", "len", "res"}]}',
-    )
-    deeprm.add_argument(
-        "--policy",
-        default="sjf",
-        choices=("sjf", "packer", "random"),
-        help="baseline (default sjf)",
-    )
-    deeprm.add_argument("--num-nw", type=int, default=5, help="visible job slots (default 5)")
-    deeprm.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
-    deeprm.add_argument("--json", action="store_true", help="print one JSON object")
-    deeprm.set_defaults(handler=command_deeprm)
-
-    from envs.cush.baselines import CUSH_BASELINES
-
-    cush = commands.add_parser("cush", help="run a CuSH baseline (004 Table 1) over job sets")
-    cush.add_argument(
-        "--policy", default="sjf+bf", choices=CUSH_BASELINES, help="baseline (default sjf+bf)"
-    )
-    cush.add_argument("--seed", type=int, default=0, help="seed of the first job set (default 0)")
-    cush.add_argument("--num-sets", type=int, default=10, help="job sets to average (default 10)")
-    cush.add_argument(
-        "--cluster",
-        default="sierra",
-        choices=("sierra", "summit"),
-        help="node type (default sierra)",
-    )
-    cush.add_argument("--nodes", type=int, default=128, help="nodes (default 128)")
-    cush.add_argument("--dgemm-fraction", type=float, help="share of dgemm jobs (default 0.5)")
-    cush.add_argument("--queue-size", type=int, help="Q, visible job slots (default 5)")
-    cush.add_argument("--time-horizon", type=int, help="T, image rows (default 5)")
-    cush.add_argument("--jobs-file", type=Path, help="one explicit job set (JSON) instead")
-    cush.add_argument("--json", action="store_true", help="print one JSON object")
-    cush.set_defaults(handler=command_cush)
-
-    sced2 = commands.add_parser("sced2", help="run a SCED2 baseline (002) with packing")
-    sced2.add_argument(
-        "--policy",
-        default="sif",
-        choices=("sif", "dsif", "saf", "lrf", "spf", "fifo"),
-        help="job selection (default sif)",
-    )
-    sced2.add_argument("--seed", type=int, default=0, help="seed of the first trace")
-    sced2.add_argument("--num-jobs", type=int, default=1000, help="jobs per trace (default 1000)")
-    sced2.add_argument("--num-traces", type=int, default=1, help="traces to average (default 1)")
-    sced2.add_argument(
-        "--workload",
-        default="sced2",
-        choices=("sced2", "sced2-60", "sced2-75"),
-        help="share of 1-GPU jobs: 68%% (default), 60%% or 75%%",
-    )
-    sced2.add_argument(
-        "--interval-scale", type=float, default=1.0, help="scale arrival gaps (0.4 = heavier load)"
-    )
-    sced2.add_argument("--jobs-file", type=Path, help="an explicit job list (JSON) instead")
-    sced2.add_argument("--json", action="store_true", help="print one JSON object")
-    sced2.set_defaults(handler=command_sced2)
-
-    contention = commands.add_parser("contention", help="run a contention-aware baseline (000)")
-    contention.add_argument(
-        "--policy", default="las", choices=("las", "srtf", "fifo"), help="baseline (default las)"
-    )
-    contention.add_argument("--seed", type=int, default=0, help="seed of the first job set")
-    contention.add_argument(
-        "--mix",
-        default="normal",
-        choices=("normal", "heavy", "medium", "low"),
-        help="communication intensity of the job set (000 footnote 4)",
-    )
-    contention.add_argument("--num-jobs", type=int, default=256, help="jobs per set (default 256)")
-    contention.add_argument("--num-sets", type=int, default=1, help="job sets to average")
-    contention.add_argument(
-        "--placement", default="spread", choices=("spread", "pack"), help="node placement"
-    )
-    contention.add_argument("--jobs-file", type=Path, help="an explicit job list (JSON) instead")
-    add_link_sharing_argument(contention, default="traffic")
-    contention.add_argument("--json", action="store_true", help="print one JSON object")
-    contention.set_defaults(handler=command_contention)
-
-    rltaps = commands.add_parser(
-        "rltaps", help="run RL-TAPS's baselines (003: random, sjf, tetris) side by side"
-    )
-    rltaps.add_argument(
-        "--policy",
-        default="random,sjf,tetris",
-        help="baselines, comma separated, of random, sjf, tetris (default all three)",
-    )
-    rltaps.add_argument("--seed", type=int, default=0, help="seed of the first job sequence")
-    rltaps.add_argument(
-        "--num-sequences", type=int, default=1, help="job sequences to average (default 1)"
-    )
-    rltaps.add_argument(
-        "--num-jobs", type=int, help="jobs per sequence, one per step (default 400)"
-    )
-    rltaps.add_argument(
-        "--racks",
-        type=_rack_list,
-        default=(2, 2, 2, 2),
-        help="Minsky machines per rack, comma separated (default 2,2,2,2: 32 GPUs)",
-    )
-    rltaps.add_argument("--jobs-file", type=Path, help="an explicit job list (JSON) instead")
-    rltaps.add_argument("--json", action="store_true", help="print one JSON object")
-    rltaps.set_defaults(handler=command_rltaps)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import sys
 import tempfile
 import time
@@ -48,10 +47,10 @@ import yaml
 
 from envs.sim.report import json_safe
 from tune.experiment import ConfigError, ExperimentConfig, load_config
+from tune.runs import BEST_METRIC
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_STORAGE = PROJECT_ROOT / "ray_results"
-BEST_METRIC = "env_runners/episode_return_mean"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,19 +97,6 @@ def load(args: argparse.Namespace) -> ExperimentConfig:
     return load_config(args.config, overrides)
 
 
-def start_ray(tracking_uri: str) -> None:
-    """Join the cluster in RAY_ADDRESS (``ray job submit`` sets it) or start a local Ray."""
-    import ray
-
-    # Code inside trials must see the tracking URI too (ray#36257).
-    os.environ["MLFLOW_TRACKING_URI"] = tracking_uri
-    runtime_env = {"env_vars": {"MLFLOW_TRACKING_URI": tracking_uri}}
-    if os.environ.get("RAY_ADDRESS"):
-        ray.init(address=os.environ["RAY_ADDRESS"], runtime_env=runtime_env, log_to_driver=False)
-    else:
-        ray.init(include_dashboard=False, runtime_env=runtime_env, log_to_driver=False)
-
-
 def run_tune(
     experiment: ExperimentConfig, storage: Path, tracking_uri: str, resume: bool, verbose: int = 1
 ) -> tuple[Any, str | None]:
@@ -118,8 +104,8 @@ def run_tune(
     module's folder (None without a ``warm_start`` section)."""
     from ray import tune as ray_tune
 
-    from tune.mlflow_tracking import MLflowTrialCallback
     from tune.rllib_config import algorithm_config
+    from tune.runs import make_tuner, restore_tuner
 
     warm_start_path = None
     if experiment.warm_start is not None:
@@ -139,34 +125,10 @@ def run_tune(
     config = algorithm_config(experiment, warm_start_path=warm_start_path)
     seeds = experiment.seeds
     config = config.debugging(seed=seeds[0] if len(seeds) == 1 else ray_tune.grid_search(seeds))
-    experiment_dir = storage / experiment.name
     if resume:
-        if not ray_tune.Tuner.can_restore(str(experiment_dir)):
-            raise ConfigError(f"--resume: no interrupted experiment at {experiment_dir}")
-        tuner = ray_tune.Tuner.restore(
-            str(experiment_dir),
-            trainable=experiment.algorithm.name,
-            param_space=config,
-            resume_unfinished=True,
-            resume_errored=True,
-        )
+        tuner = restore_tuner(experiment, config, storage)
     else:
-        tuner = ray_tune.Tuner(
-            experiment.algorithm.name,
-            param_space=config,
-            run_config=ray_tune.RunConfig(
-                name=experiment.name,
-                storage_path=str(storage),
-                stop=experiment.stop.criteria(),
-                checkpoint_config=ray_tune.CheckpointConfig(
-                    checkpoint_frequency=experiment.checkpoint.frequency,
-                    num_to_keep=experiment.checkpoint.keep,
-                    checkpoint_at_end=True,
-                ),
-                callbacks=[MLflowTrialCallback(tracking_uri, experiment)],
-                verbose=verbose,
-            ),
-        )
+        tuner = make_tuner(experiment, config, storage, tracking_uri, verbose=verbose)
     return tuner.fit(), warm_start_path
 
 
@@ -180,7 +142,7 @@ def choose_policy(
     JCT on those seeds among every kept checkpoint and the warm-start module
     (:mod:`tune.selection`).
     """
-    from tune.policy_evaluation import module_paths
+    from tune.evaluation import module_paths
     from tune.rllib_config import module_ids
 
     ids = module_ids(experiment)
@@ -241,8 +203,8 @@ def log_evaluation(
     half-widths), artifacts on the learned summary row."""
     from result_plots import plot_jct_cdfs, plot_learning_curve
 
-    from tune.evaluation import ci_metrics, summary
-    from tune.mlflow_tracking import experiment_tags, log_run
+    from tune.evaluation import summary
+    from tune.runs import log_evaluation_runs
 
     info = summary(experiment, table) if info is None else info
     with tempfile.TemporaryDirectory() as folder:
@@ -270,27 +232,15 @@ def log_evaluation(
         if "validation" in info:
             # Which candidate was evaluated and why: every candidate's validation avg JCT.
             (out / "validation.json").write_text(json.dumps(info["validation"], indent=1))
-        artifacts = sorted(out.iterdir())
-        tags = experiment_tags(experiment)
         seeds = ",".join(map(str, experiment.evaluation.seeds))
-        for policy, entry in table.items():
-            kind = entry.get("kind", "heuristic")
-            log_run(
-                tracking_uri,
-                experiment.experiment_name,
-                f"eval-{policy}",
-                params={"policy": policy, "evaluation.seeds": seeds},
-                metrics={**entry["metrics"], **ci_metrics(entry)},
-                tags={
-                    **tags,
-                    "policy": policy,
-                    "policy_kind": kind,
-                    "stage": "evaluation",
-                    "best_heuristic": str(policy == info["best_heuristic"]).lower(),
-                    "learned_summary": str(policy == info["learned"]).lower(),
-                },
-                artifacts=artifacts if policy == info["learned"] else None,
-            )
+        log_evaluation_runs(
+            experiment,
+            tracking_uri,
+            table,
+            info,
+            params={"evaluation.seeds": seeds},
+            artifacts=sorted(out.iterdir()),
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -303,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
     from tune.mlflow_tracking import resolve_tracking_uri, ui_command
+    from tune.runs import start_ray
 
     tracking_uri = resolve_tracking_uri(experiment)
     start_ray(tracking_uri)

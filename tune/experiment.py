@@ -230,7 +230,8 @@ class EvaluationSection:
 
     ``baselines``: for the multi-agent environment, simulator schedulers
     (``ordering+placement``); for a single-agent formulation, the names of its own
-    baselines (:func:`tune.single_agent_evaluation.baseline_names`). ``all``: the full
+    baselines (its environment class's ``baselines``,
+    :func:`envs.registry.formulation`). ``all``: the full
     table -- every ``ordering+placement`` the pod environment's heuristic driver runs
     (:data:`POD_HEURISTICS_EXCLUDED` lists those it cannot), or every baseline of the
     formulation. Left out: the default four schedulers, or every baseline of the formulation.
@@ -307,10 +308,10 @@ class EvaluationSection:
                 except ValueError as error:
                     raise ConfigError(f"evaluation.baselines: {error}") from None
             return names
-        from tune.single_agent_evaluation import baseline_names
+        from envs.registry import formulation
 
         try:
-            known = baseline_names(env_name)
+            known = formulation(env_name).baselines
         except ValueError as error:
             raise ConfigError(f"evaluation: {error}") from None
         names = list(known if self.baselines in (None, ALL_BASELINES) else self.baselines)

@@ -44,7 +44,7 @@ def checkpoint_candidates(
     checkpoints: list[str], module_ids: list[str], warm_start_path: str | None
 ) -> list[Candidate]:
     """The warm-start module (if any), then every checkpoint folder, in iteration order."""
-    from tune.policy_evaluation import module_paths
+    from tune.evaluation import module_paths
 
     candidates = []
     if warm_start_path is not None:
@@ -61,7 +61,7 @@ def select(
 ) -> tuple[Candidate, dict[str, float]]:
     """The candidate with the lowest mean :data:`SELECTION_METRIC` on
     ``experiment.evaluation.validation_seeds``, and every candidate's score by label."""
-    from tune.policy_evaluation import evaluate
+    from tune.evaluation import evaluate
 
     if not candidates:
         raise ValueError("no candidate policies to select from")

@@ -21,52 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from tune.experiment import ConfigError, ExperimentConfig, flatten, load_config
+from tune.experiment import ConfigError, load_config
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-BEST_METRIC = "env_runners/episode_return_mean"
-W1_BRANCHES = [0.3, 0.4, 0.5, 0.6, 0.7]
-
-
-def search_space(experiment: ExperimentConfig) -> dict[str, dict[str, Any]]:
-    """Tune search spaces by config section (what the papers vary)."""
-    from ray import tune as ray_tune
-
-    space: dict[str, dict[str, Any]] = {
-        "training": {
-            "lr": ray_tune.loguniform(1e-5, 1e-3),
-            "entropy_coeff": ray_tune.choice([0.0, 0.01, 0.05]),
-        },
-        "model": {},
-        "environment": {},
-    }
-    if experiment.model.name == "pod_gnn":
-        space["model"] = {
-            "inner_layers": ray_tune.choice([2, 4]),
-            "hidden": ray_tune.choice([16, 32, 64]),
-        }
-    if experiment.environment.name == "pod_scheduling_v0":
-        space["environment"]["level"] = ray_tune.choice(["device", "server"])
-        if experiment.environment.config.get("reward") == "contention":
-            space["environment"]["contention_weight"] = ray_tune.choice(W1_BRANCHES)
-    return space
-
-
-def param_space(experiment: ExperimentConfig) -> Any:
-    """The experiment's AlgorithmConfig with the search spaces put in."""
-    from tune.rllib_config import algorithm_config
-
-    space = search_space(experiment)
-    config = algorithm_config(experiment, seed=experiment.seeds[0])
-    config = config.training(**space["training"])
-    config = config.rl_module(model_config={**experiment.model.config, **space["model"]})
-    env_config = {**experiment.environment.config, **space["environment"]}
-    return config.environment(env_config=env_config)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,101 +69,26 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ValueError) as error:
         print(f"sweep.py: error: {error}", file=sys.stderr)
         return 2
-    import ray
-    from ray import tune as ray_tune
-
-    from tune.mlflow_tracking import MLflowTrialCallback, log_run, resolve_tracking_uri, ui_command
+    from tune.mlflow_tracking import resolve_tracking_uri, ui_command
+    from tune.runs import start_ray
+    from tune.search import run_sweep
 
     tracking_uri = resolve_tracking_uri(experiment)
-    os.environ["MLFLOW_TRACKING_URI"] = tracking_uri
-    runtime_env = {"env_vars": {"MLFLOW_TRACKING_URI": tracking_uri}}
-    ray.init(
-        address=os.environ.get("RAY_ADDRESS"),
-        include_dashboard=False,
-        runtime_env=runtime_env,
-        log_to_driver=False,
+    start_ray(tracking_uri)
+    payload = run_sweep(
+        experiment, args.num_samples, args.storage.resolve(), tracking_uri, 0 if args.json else 1
     )
-    sweep_name = f"{experiment.name}-sweep"
-    parent_id = log_run(
-        tracking_uri,
-        experiment.experiment_name,
-        sweep_name,
-        params={**experiment.flat(), "num_samples": args.num_samples},
-        tags={"stage": "sweep", "formulation": experiment.environment.name},
-    )
-    from mlflow.tracking import MlflowClient
-
-    MlflowClient(tracking_uri=tracking_uri).update_run(parent_id, status="RUNNING")
-    tuner = ray_tune.Tuner(
-        experiment.algorithm.name,
-        param_space=param_space(experiment),
-        tune_config=ray_tune.TuneConfig(num_samples=args.num_samples),
-        run_config=ray_tune.RunConfig(
-            name=sweep_name,
-            storage_path=str(args.storage.resolve()),
-            stop=experiment.stop.criteria(),
-            checkpoint_config=ray_tune.CheckpointConfig(
-                checkpoint_frequency=experiment.checkpoint.frequency,
-                num_to_keep=experiment.checkpoint.keep,
-                checkpoint_at_end=True,
-            ),
-            callbacks=[MLflowTrialCallback(tracking_uri, experiment, parent_run_id=parent_id)],
-            verbose=0 if args.json else 1,
-        ),
-    )
-    results = tuner.fit()
-    rows = []
-    for result in results:
-        params = {key: value for key, value in flatten(result.config).items() if _swept(key)}
-        rows.append(
-            {
-                "trial": result.path.rsplit("/", 1)[-1] if result.path else "?",
-                "params": params,
-                "episode_return_mean": (result.metrics or {})
-                .get("env_runners", {})
-                .get("episode_return_mean"),
-                "error": str(result.error) if result.error else None,
-            }
-        )
+    rows = payload["trials"]
     finished = [row for row in rows if row["episode_return_mean"] is not None]
-    best = results.get_best_result(metric=BEST_METRIC, mode="max") if finished else None
-    best_checkpoint = best.checkpoint.path if best and best.checkpoint else None
-    best_params = {k: v for k, v in flatten(best.config).items() if _swept(k)} if best else {}
-    client = MlflowClient(tracking_uri=tracking_uri)
-    if best is not None and best.metrics:
-        client.log_metric(
-            parent_id,
-            "best_episode_return_mean",
-            best.metrics["env_runners"]["episode_return_mean"],
-        )
-    client.set_terminated(parent_id, status="FINISHED" if finished else "FAILED")
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "trials": rows,
-                    "best_checkpoint": best_checkpoint,
-                    "best_config": best_params,
-                    "tracking_uri": tracking_uri,
-                    "parent_run_id": parent_id,
-                },
-                default=str,
-            )
-        )
+        print(json.dumps(payload, default=str))
     else:
         print(format_summary(rows))
-        print(f"\nbest checkpoint: {best_checkpoint}")
-        print(f"best configuration: {best_params}")
-        print(f"MLflow parent run {parent_id} in '{experiment.experiment_name}'")
+        print(f"\nbest checkpoint: {payload['best_checkpoint']}")
+        print(f"best configuration: {payload['best_config']}")
+        print(f"MLflow parent run {payload['parent_run_id']} in '{experiment.experiment_name}'")
         print(f"open it with: {ui_command(tracking_uri)}")
     return 0 if finished else 1
-
-
-SWEPT_SUFFIXES = ("lr", "entropy_coeff", "inner_layers", "hidden", "level", "contention_weight")
-
-
-def _swept(key: str) -> bool:
-    return key.rsplit(".", 1)[-1] in SWEPT_SUFFIXES
 
 
 def format_summary(rows: list[dict[str, Any]]) -> str:

@@ -88,7 +88,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from envs.base import ConfiguredEnv, parse_discrete_action
+from envs.base import ConfiguredEnv, parse_discrete_action, scalar_metrics
+from envs.contention.baselines import CONTENTION_BASELINES, run_contention_baseline
+from envs.contention.command import COMMAND
 from envs.contention.config import BRANCHES, ContentionConfig
 from envs.contention.core import ContentionCore
 from envs.contention.jobs import generate_job_set, parse_jobs
@@ -109,6 +111,20 @@ class ContentionEnv(ConfiguredEnv):
 
     config_class = ContentionConfig
     label = "contention"
+    command = COMMAND
+    baselines = CONTENTION_BASELINES
+    # LAS, SRTF and FIFO preempt and decide outside the agent's action space.
+    simulated_baselines = CONTENTION_BASELINES
+    summary_metrics = ("avg_jct", "p90_jct", "gpu_utilization", "avg_contention", "p90_contention")
+
+    @classmethod
+    def _simulated_episode(cls, policy: str, seed: int, config: dict[str, Any]) -> dict[str, Any]:
+        """One job set under ``policy``; it earns no RL reward (``episode_return`` NaN)."""
+        (played,) = run_contention_baseline(policy, seed=seed, num_sets=1, **config)["sets"]
+        metrics = {"episode_return": float("nan"), "truncated": float(bool(played["truncated"]))}
+        metrics.update(scalar_metrics(played))
+        return metrics
+
     _jobs: Workload | None
 
     def _parse_jobs(self, jobs: object) -> Workload:

@@ -90,7 +90,8 @@ import numpy as np
 from gymnasium import spaces
 
 from envs.base import ConfiguredEnv
-from envs.cush.baselines import baseline_action
+from envs.cush.baselines import CUSH_BASELINES, baseline_action
+from envs.cush.command import COMMAND
 from envs.cush.config import ALLOCATION_POLICIES, JOB_TYPES, CuSHConfig
 from envs.cush.core import CuSHCore
 from envs.cush.jobs import JobSet, generate_job_set, parse_jobs
@@ -124,6 +125,9 @@ class CuSHEnv(ConfiguredEnv):
 
     config_class = CuSHConfig
     label = "CuSH"
+    command = COMMAND
+    baselines = CUSH_BASELINES  # 004 Table 1's eight rows
+    summary_metrics = ("avg_ntat", "avg_wait", "avg_tat", "eq1_return")
     _jobs: JobSet | None
 
     def _parse_jobs(self, jobs: object) -> JobSet:

@@ -81,7 +81,8 @@ import numpy as np
 from gymnasium import spaces
 
 from envs.base import ConfiguredEnv
-from envs.deeprm.baselines import get_policy
+from envs.deeprm.baselines import POLICIES, get_policy
+from envs.deeprm.command import COMMAND
 from envs.deeprm.config import DeepRMConfig
 from envs.deeprm.core import DeepRMCore
 from envs.deeprm.jobs import JobSequence, generate_sequence, parse_jobs
@@ -113,6 +114,9 @@ class DeepRMEnv(ConfiguredEnv):
 
     config_class = DeepRMConfig
     label = "DeepRM"
+    command = COMMAND
+    baselines = tuple(POLICIES)  # sjf, packer, random (the reference's other_agents.py)
+    summary_metrics = ("mean_slowdown", "max_slowdown", "dropped")
     _jobs: JobSequence | None
 
     def _parse_jobs(self, jobs: object) -> JobSequence:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.pod_env import PodSchedulingEnv
+from envs.pod.env import PodSchedulingEnv
 from envs.schedulers import PreemptionSettings, make_scheduler
 from envs.sim import JobStatus, Simulator
 

@@ -79,7 +79,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from envs.base import ConfiguredEnv
+from envs.base import ConfiguredEnv, scalar_metrics
+from envs.rltaps.baselines import RLTAPS_BASELINES, run_rltaps_baseline
+from envs.rltaps.command import COMMAND
 from envs.rltaps.config import RLTapsConfig
 from envs.rltaps.core import RLTapsCore
 from envs.rltaps.jobs import JobSet, generate_jobs, parse_jobs
@@ -110,6 +112,28 @@ class RLTapsEnv(ConfiguredEnv):
 
     config_class = RLTapsConfig
     label = "RL-TAPS"
+    command = COMMAND
+    baselines = RLTAPS_BASELINES
+    # They never preempt where the agent must reassign every GPU at every step.
+    simulated_baselines = RLTAPS_BASELINES
+    summary_metrics = ("mean_slowdown", "jobs_finished", "dropped", "mean_speed", "gpu_utilization")
+    # The slowdown (003 eq. 17) takes T_max as the finish time of every unfinished job.
+    fair_when_truncated = True
+
+    @classmethod
+    def _simulated_episode(cls, policy: str, seed: int, config: dict[str, Any]) -> dict[str, Any]:
+        """One job sequence under ``policy``, earning the agent's reward."""
+        (played,) = run_rltaps_baseline(policy, seed=seed, **config)["sequences"]
+        settings = RLTapsConfig.from_dict(config)
+        left = played["jobs_finished"] + played["dropped"]
+        done = played["jobs_arrived"] == settings.num_jobs and left == settings.num_jobs
+        metrics: dict[str, Any] = {
+            "episode_return": played["return"],
+            "truncated": float(not done and played["steps"] >= settings.max_steps),
+        }
+        metrics.update(scalar_metrics(played))
+        return metrics
+
     _jobs: JobSet | None
 
     def _parse_jobs(self, jobs: object) -> JobSet:

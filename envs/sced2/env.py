@@ -83,7 +83,8 @@ import numpy as np
 from gymnasium import spaces
 
 from envs.base import ConfiguredEnv, parse_discrete_action
-from envs.sced2.baselines import window_choice
+from envs.sced2.baselines import SCED2_BASELINES, window_choice
+from envs.sced2.command import COMMAND
 from envs.sced2.config import Sced2Config
 from envs.sced2.core import Sced2Core
 from envs.sced2.jobs import generate_workload, parse_jobs
@@ -106,6 +107,16 @@ class Sced2Env(ConfiguredEnv):
 
     config_class = Sced2Config
     label = "SCED2"
+    command = COMMAND
+    # DSIF delays jobs across decisions, which a per-step action cannot express.
+    baselines = tuple(name for name in SCED2_BASELINES if name != "dsif")
+    summary_metrics = (
+        "execution_effectiveness",
+        "avg_jct",
+        "p90_jct",
+        "makespan",
+        "fragmentation",
+    )
     _jobs: Workload | None
 
     def _parse_jobs(self, jobs: object) -> Workload:

@@ -245,7 +245,7 @@ def test_registry_and_config_name_the_module() -> None:
 
 
 def test_evaluation_compares_the_module_with_the_baselines(env: CuSHEnv, tmp_path: Path) -> None:
-    from tune.single_agent_evaluation import evaluate_single_agent
+    from tune.evaluation.single_agent import evaluate_single_agent
 
     make_module(env).save_to_path(str(tmp_path / "module"))
     table = evaluate_single_agent(
@@ -261,10 +261,10 @@ def test_evaluation_compares_the_module_with_the_baselines(env: CuSHEnv, tmp_pat
 
 @pytest.mark.integration
 def test_ppo_trains_two_iterations_from_the_config(ray_local, tmp_path: Path) -> None:
+    from tune.evaluation import module_paths
+    from tune.evaluation.single_agent import evaluate_single_agent
     from tune.experiment import load_config
-    from tune.policy_evaluation import module_paths
     from tune.rllib_config import algorithm_config
-    from tune.single_agent_evaluation import evaluate_single_agent
 
     experiment = load_config(
         CONFIG,

@@ -136,7 +136,7 @@ def test_registry_and_config_name_the_module() -> None:
 
 
 def test_evaluation_compares_the_module_with_the_baselines(tmp_path: Path) -> None:
-    from tune.single_agent_evaluation import evaluate_single_agent
+    from tune.evaluation.single_agent import evaluate_single_agent
 
     env = DeepRMEnv()
     make_module(env).save_to_path(str(tmp_path / "module"))
@@ -153,7 +153,7 @@ def test_evaluation_compares_the_module_with_the_baselines(tmp_path: Path) -> No
 
 
 def test_evaluation_leaves_truncated_episodes_out_of_the_slowdown() -> None:
-    from tune.single_agent_evaluation import evaluate_single_agent
+    from tune.evaluation.single_agent import evaluate_single_agent
 
     # Five steps book a few jobs of a 50-step workload: a slowdown over those alone would
     # flatter the policy, so the summary metrics cover complete episodes only.
@@ -169,10 +169,10 @@ def test_evaluation_leaves_truncated_episodes_out_of_the_slowdown() -> None:
 
 @pytest.mark.integration
 def test_ppo_trains_two_iterations_from_the_config(ray_local, tmp_path: Path) -> None:
+    from tune.evaluation import module_paths
+    from tune.evaluation.single_agent import evaluate_single_agent
     from tune.experiment import load_config
-    from tune.policy_evaluation import module_paths
     from tune.rllib_config import algorithm_config
-    from tune.single_agent_evaluation import evaluate_single_agent
 
     experiment = load_config(
         CONFIG,

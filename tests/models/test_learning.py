@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from envs.pod_env import PodSchedulingEnv
+from envs.pod.env import PodSchedulingEnv
 from envs.sim import SimulationResult
 
 ENV = {
@@ -39,7 +39,7 @@ MODEL = {
 def wait_rate(module, seeds: range) -> float:
     """How often a job is sent back to wait although it could be placed; ``module`` None
     plays uniformly random valid actions, else the module samples its own distribution."""
-    from tune.policy_evaluation import policy_actions
+    from tune.evaluation import policy_actions
 
     waits = choices = 0
     for seed in seeds:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from envs.pod_env import PodSchedulingEnv
+from envs.pod.env import PodSchedulingEnv
 from models.config import GNNModelConfig
 from models.pod_gnn import PodGNN
 

@@ -8,7 +8,7 @@ import torch
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.rl_module import RLModule
 
-from envs.pod_env import PodSchedulingEnv
+from envs.pod.env import PodSchedulingEnv
 from models.registry import module_class
 from models.rl_modules import PodGNNModule, PodMLPModule
 

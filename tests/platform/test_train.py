@@ -151,7 +151,7 @@ def test_validation_chooses_among_the_warm_start_and_the_checkpoints(tmp_path: P
     else:
         assert chosen.name == best_label.rsplit("/", 1)[-1]
     # Its greedy validation score is reproduced by playing it again on the same seeds.
-    from tune.policy_evaluation import evaluate
+    from tune.evaluation import evaluate
 
     module_dir = (
         chosen

@@ -78,9 +78,9 @@ def test_two_iterations_train_and_the_module_acts_legally(config: str, tmp_path:
     from ray.rllib.core.rl_module.rl_module import RLModule
 
     from envs import make_env
+    from tune.evaluation import module_paths
+    from tune.evaluation.single_agent import greedy_action
     from tune.experiment import load_config
-    from tune.policy_evaluation import module_paths
-    from tune.single_agent_evaluation import greedy_action
 
     overrides, class_name, loss = CASES[config]
     result = train(config, overrides, tmp_path)

@@ -14,8 +14,8 @@ from envs.contention.jobs import generate_job_set
 from envs.sced2 import Sced2Env
 from envs.sim.report import format_comparison
 from tune.evaluation import evaluate_experiment
+from tune.evaluation.single_agent import evaluate_single_agent
 from tune.experiment import ConfigError, config_from_dict
-from tune.single_agent_evaluation import evaluate_single_agent
 
 SMALL_CONTENTION = {"num_jobs": 12, "gpu_choices": [1, 2, 4, 8], "job_hours": 0.25}
 SMALL_SCED2 = {"num_jobs": 30}

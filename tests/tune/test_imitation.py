@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from envs.pod.env import PodSchedulingEnv
 from envs.pod.heuristic import HeuristicPodPolicy
-from envs.pod_env import PodSchedulingEnv
 from tune.experiment import ConfigError, config_from_dict
 from tune.imitation import (
     build_module,

@@ -8,10 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from envs.pod_env import PodSchedulingEnv
+from envs.pod.env import PodSchedulingEnv
 from envs.schedulers import scheduler_names
 from tune.confidence import mean_ci
-from tune.evaluation import add_statistics, summary
+from tune.evaluation import add_statistics, evaluate, run_episode, summary
+from tune.evaluation.single_agent import baseline_names
 from tune.experiment import (
     ALL_BASELINES,
     POD_HEURISTICS_EXCLUDED,
@@ -19,8 +20,6 @@ from tune.experiment import (
     config_from_dict,
     pod_heuristic_names,
 )
-from tune.policy_evaluation import evaluate, run_episode
-from tune.single_agent_evaluation import baseline_names
 
 # One scheduler on four servers, a few jobs, a short horizon: an untrained module's greedy
 # episode (it sends jobs back to wait) ends at the horizon within seconds.
@@ -174,7 +173,7 @@ def test_a_learned_pod_policy_plays_another_topology(tmp_path) -> None:
     import torch
 
     from models.rl_modules import PodGNNModule
-    from tune.policy_evaluation import fit_to_spaces
+    from tune.evaluation import fit_to_spaces
 
     small = {"hidden": 8, "inner_layers": 1, "inter_layers": 1, "head_hidden": 16}
     trained_on = PodSchedulingEnv(num_jobs=6, room_features=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.pod_env import PodSchedulingEnv
+from envs.pod.env import PodSchedulingEnv
 
 SETTINGS = {
     "fat-tree": {"topology": "fat-tree", "topology_params": {"k": 4}},

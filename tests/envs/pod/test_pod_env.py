@@ -7,8 +7,8 @@ import pytest
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 from envs import make_env
+from envs.pod.env import PodSchedulingEnv
 from envs.pod.heuristic import HeuristicPodPolicy
-from envs.pod_env import PodSchedulingEnv
 from envs.schedulers import PreemptionSettings, make_scheduler
 from envs.sim import JobStatus, SimulationResult, SimulatorConfig
 from envs.sim.runner import simulate

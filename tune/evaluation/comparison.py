@@ -2,8 +2,8 @@
 
 One entry point for ``platform/train.py`` and ``platform/evaluate.py``, whatever the
 environment: the multi-agent ``pod_scheduling_v0`` plays the simulator's schedulers in
-parallel over Ray (:mod:`tune.policy_evaluation`); a single-agent formulation plays its
-paper's baselines on the same seeded episodes (:mod:`tune.single_agent_evaluation`).
+parallel over Ray (:mod:`tune.evaluation.multi_agent`); a single-agent formulation plays its
+paper's baselines on the same seeded episodes (:mod:`tune.evaluation.single_agent`).
 
 The protocol, whatever the environment: every policy plays one episode per held-out
 evaluation seed (never a training seed); the learned policy plays twice, greedily
@@ -15,8 +15,7 @@ one -- is compared with it as a relative difference.
 
 How to use::
 
-    from tune.evaluation import evaluate_experiment, summary
-    from tune.policy_evaluation import module_paths
+    from tune.evaluation import evaluate_experiment, module_paths, summary
     from tune.rllib_config import module_ids
 
     table = evaluate_experiment(experiment, module_paths(checkpoint, module_ids(experiment)))
@@ -38,14 +37,14 @@ from tune.confidence import (
     paired_relative_ci,
     relative_difference,
 )
-from tune.experiment import ExperimentConfig
-from tune.policy_evaluation import (
+from tune.evaluation.common import (
     LEARNED,
     LEARNED_GREEDY,
     LEARNED_SAMPLED,
     is_learned,
     learned_rows,
 )
+from tune.experiment import ExperimentConfig
 
 #: The metric that ranks the heuristics and compares the learned policy with the best.
 RANKING_METRIC = "avg_jct"
@@ -66,7 +65,7 @@ def evaluate_experiment(
     baselines = evaluation.baselines_for(env_name)
     seeds = list(evaluation.seeds)
     if env_name in MULTI_AGENT_ENVIRONMENTS:
-        from tune.policy_evaluation import evaluate
+        from tune.evaluation.multi_agent import evaluate
 
         table = evaluate(env_name, env_config, seeds, baselines, modules)
     else:
@@ -82,7 +81,7 @@ def _evaluate_single_agent(
     modules: dict[str, str] | None,
 ) -> dict[str, dict[str, Any]]:
     """The formulation's table with the learned policy as its greedy and sampled rows."""
-    from tune.single_agent_evaluation import evaluate_single_agent
+    from tune.evaluation.single_agent import evaluate_single_agent
 
     table: dict[str, dict[str, Any]] = {}
     if modules is not None:
@@ -111,14 +110,14 @@ def add_statistics(
 
     The intervals cover the same episodes as the means: for a single-agent formulation the
     summary metrics of truncated episodes are left out, as in
-    :func:`tune.single_agent_evaluation.evaluate_single_agent`.
+    :func:`tune.evaluation.single_agent.evaluate_single_agent`.
     """
-    from tune.single_agent_evaluation import ALL_EPISODES, FAIR_WHEN_TRUNCATED
+    from tune.evaluation.single_agent import ALL_EPISODES, fair_when_truncated
 
+    fair = fair_when_truncated(env_name)
     for policy, entry in table.items():
         entry["kind"] = "learned" if is_learned(policy) else "heuristic"
         episodes = entry.get("episodes", [])
-        fair = env_name in FAIR_WHEN_TRUNCATED
         half_widths = {}
         for metric in entry["metrics"]:
             counted = [

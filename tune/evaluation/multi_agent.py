@@ -14,42 +14,19 @@ scheduler would not have. Episodes run as Ray tasks when Ray is up, else in this
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from envs.sim import SimulationResult
-
-LEARNED = "learned"
-#: The learned policy's two evaluation rows: argmax actions, and actions sampled per episode.
-LEARNED_GREEDY = "learned-greedy"
-LEARNED_SAMPLED = "learned-sampled"
-LEARNED_ROWS = (LEARNED_GREEDY, LEARNED_SAMPLED)
-
-
-def learned_rows(greedy: bool | None = None) -> list[str]:
-    """The learned policy's rows: both (``None``), or only the greedy or the sampled one."""
-    if greedy is None:
-        return list(LEARNED_ROWS)
-    return [LEARNED_GREEDY if greedy else LEARNED_SAMPLED]
-
-
-def is_learned(policy: str) -> bool:
-    """Whether ``policy`` names a row of the learned policy (not a heuristic)."""
-    return policy == LEARNED or policy in LEARNED_ROWS
-
-
-def module_paths(checkpoint: str | Path, module_ids: list[str]) -> dict[str, str]:
-    """Where the RLModules of an Algorithm checkpoint live, by module id."""
-    base = Path(checkpoint) / "learner_group" / "learner" / "rl_module"
-    paths = {module: str(base / module) for module in module_ids}
-    missing = [path for path in paths.values() if not Path(path).is_dir()]
-    if missing:
-        raise FileNotFoundError(
-            f"no RLModule at {missing[0]}; is {checkpoint} an Algorithm checkpoint?"
-        )
-    return paths
+from tune.evaluation.common import (
+    DEFAULT_GREEDY,
+    LEARNED,
+    LEARNED_GREEDY,
+    finite_mean,
+    is_learned,
+    learned_rows,
+)
 
 
 def policy_actions(
@@ -116,7 +93,7 @@ def run_episode(
     seed: int,
     policy: str,
     modules: dict[str, str] | None = None,
-    greedy: bool = False,
+    greedy: bool = DEFAULT_GREEDY,
 ) -> dict[str, Any]:
     """One episode of ``policy``: a heuristic name, or the learned policy with ``modules``
     paths as ``learned-greedy``, ``learned-sampled``, or ``learned`` (greedy as ``greedy``).
@@ -206,18 +183,15 @@ def evaluate(
         mine = [episode for episode in episodes if episode["policy"] == policy]
         keys = mine[0]["metrics"].keys()
         table[policy] = {
-            "metrics": {key: _mean([episode["metrics"][key] for episode in mine]) for key in keys},
+            "metrics": {
+                key: finite_mean([episode["metrics"][key] for episode in mine]) for key in keys
+            },
             "episodes": [
                 {**episode["metrics"], "episode_return": episode["episode_return"]}
                 for episode in mine
             ],
             "seeds": [episode["seed"] for episode in mine],
             "jct": [value for episode in mine for value in episode["jct"]],
-            "episode_return": _mean([episode["episode_return"] for episode in mine]),
+            "episode_return": finite_mean([episode["episode_return"] for episode in mine]),
         }
     return table
-
-
-def _mean(values: list[Any]) -> float:
-    finite = [float(v) for v in values if v is not None and np.isfinite(v)]
-    return float(np.mean(finite)) if finite else float("nan")

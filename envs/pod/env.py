@@ -350,5 +350,5 @@ def _config_from(fields: dict[str, Any]) -> PodSchedulingConfig:
 
 
 def parallel_env(**fields: Any) -> PodSchedulingEnv:
-    """PettingZoo-style constructor: ``pod_env.parallel_env(topology="vl2", ...)``."""
+    """PettingZoo-style constructor: ``envs.pod.env.parallel_env(topology="vl2", ...)``."""
     return PodSchedulingEnv(**fields)

@@ -1,0 +1,70 @@
+"""``cush``: one of CuSH's baselines (004 Table 1) over seeded job sets, or one explicit set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from envs.command import BaselineCommand, CommandOption
+from envs.cush.baselines import CUSH_BASELINES, run_cush_baseline
+
+#: (label, summary key) of the text report.
+REPORTED: tuple[tuple[str, str], ...] = (
+    ("average NTAT", "avg_ntat"),
+    ("average wait (steps)", "avg_wait"),
+    ("average turnaround (steps)", "avg_tat"),
+    ("rewards (local return)", "local_return"),
+    ("eq. 1 return", "eq1_return"),
+)
+
+
+def run(options: dict[str, Any]) -> dict[str, Any]:
+    """:func:`envs.cush.baselines.run_cush_baseline` with the options given."""
+    jobs = None
+    if options["jobs_file"] is not None:
+        jobs = json.loads(Path(options["jobs_file"]).read_text())
+    params = {
+        key: options[key]
+        for key in ("dgemm_fraction", "queue_size", "time_horizon")
+        if options[key] is not None
+    }
+    return run_cush_baseline(
+        options["policy"],
+        seed=options["seed"],
+        num_sets=options["num_sets"],
+        cluster=options["cluster"],
+        nodes=options["nodes"],
+        jobs=jobs,
+        **params,
+    )
+
+
+def report(summary: dict[str, Any], options: dict[str, Any]) -> str:
+    """Average NTAT, wait, turnaround and returns."""
+    lines = [
+        f"{summary['policy']} on {summary['cluster']} ({summary['nodes']} nodes), "
+        f"{summary['num_sets']} set(s) from seed {summary['seed']}:"
+    ]
+    lines += [f"  {label:<28}{summary[key]:.3f}" for label, key in REPORTED]
+    return "\n".join(lines)
+
+
+COMMAND = BaselineCommand(
+    help="run a CuSH baseline (004 Table 1) over job sets",
+    run=run,
+    report=report,
+    options=(
+        CommandOption("--policy", "baseline (default sjf+bf)", "sjf+bf", choices=CUSH_BASELINES),
+        CommandOption("--seed", "seed of the first job set (default 0)", 0, type=int),
+        CommandOption("--num-sets", "job sets to average (default 10)", 10, type=int),
+        CommandOption(
+            "--cluster", "node type (default sierra)", "sierra", choices=("sierra", "summit")
+        ),
+        CommandOption("--nodes", "nodes (default 128)", 128, type=int),
+        CommandOption("--dgemm-fraction", "share of dgemm jobs (default 0.5)", type=float),
+        CommandOption("--queue-size", "Q, visible job slots (default 5)", type=int),
+        CommandOption("--time-horizon", "T, image rows (default 5)", type=int),
+        CommandOption("--jobs-file", "one explicit job set (JSON) instead", type=Path),
+    ),
+)

@@ -1,0 +1,63 @@
+"""``rltaps``: RL-TAPS's baselines (003 §5.3) side by side over seeded job sequences."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from envs.command import BaselineCommand, CommandOption, int_list
+from envs.rltaps.baselines import format_baseline_table, parse_baselines, run_rltaps_baseline
+
+
+def run(options: dict[str, Any]) -> dict[str, Any]:
+    """``{"policies": {name: run_rltaps_baseline(name, ...)}}`` for every baseline named."""
+    policies = parse_baselines(options["policy"])
+    jobs = json.loads(Path(options["jobs_file"]).read_text()) if options["jobs_file"] else None
+    params: dict[str, Any] = {"racks": options["racks"]}
+    if options["num_jobs"] is not None:
+        params["num_jobs"] = options["num_jobs"]
+    results = {
+        name: run_rltaps_baseline(
+            name,
+            seed=options["seed"],
+            num_sequences=options["num_sequences"],
+            jobs=jobs,
+            **params,
+        )
+        for name in policies
+    }
+    return {"policies": results}
+
+
+def report(summary: dict[str, Any], options: dict[str, Any]) -> str:
+    """The baselines side by side (:func:`envs.rltaps.baselines.format_baseline_table`)."""
+    results = summary["policies"]
+    racks = ",".join(map(str, options["racks"]))
+    count = next(iter(results.values()))["num_sequences"]
+    title = f"RL-TAPS baselines on racks [{racks}] of Minsky machines, {count} sequence(s):"
+    return "\n".join([title, format_baseline_table(results)])
+
+
+COMMAND = BaselineCommand(
+    help="run RL-TAPS's baselines (003: random, sjf, tetris) side by side",
+    run=run,
+    report=report,
+    options=(
+        CommandOption(
+            "--policy",
+            "baselines, comma separated, of random, sjf, tetris (default all three)",
+            "random,sjf,tetris",
+        ),
+        CommandOption("--seed", "seed of the first job sequence", 0, type=int),
+        CommandOption("--num-sequences", "job sequences to average (default 1)", 1, type=int),
+        CommandOption("--num-jobs", "jobs per sequence, one per step (default 400)", type=int),
+        CommandOption(
+            "--racks",
+            "Minsky machines per rack, comma separated (default 2,2,2,2: 32 GPUs)",
+            (2, 2, 2, 2),
+            type=int_list,
+        ),
+        CommandOption("--jobs-file", "an explicit job list (JSON) instead", type=Path),
+    ),
+)

@@ -1,0 +1,74 @@
+"""What every single-agent formulation declares for the rest of the product: its baselines,
+which run as whole simulations, its summary metrics, ``run_baselines`` with one signature,
+and its baselines command (``platform/paper_baselines.py``)."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Any
+
+import pytest
+
+from envs.base import ConfiguredEnv
+from envs.command import BaselineCommand
+from envs.registry import SINGLE_AGENT_ENVIRONMENTS, formulation, formulation_ids
+
+#: A quick config per formulation.
+SMALL: dict[str, dict[str, Any]] = {
+    "podsched/DeepRM-v0": {},
+    "podsched/CuSH-v0": {"nodes": 16},
+    "podsched/SCED2-v0": {"servers": 3, "num_jobs": 30, "interval_scale": 0.2},
+    "podsched/Contention-v0": {"num_jobs": 16, "job_hours": 0.5},
+    "podsched/RLTAPS-v0": {
+        "racks": (1, 1),
+        "max_gpus_request": 6,
+        "small_gpus": (1, 3),
+        "large_gpus": (4, 6),
+        "num_jobs": 20,
+        "max_steps": 200,
+    },
+}
+
+
+def test_every_formulation_has_a_short_name_and_a_small_config() -> None:
+    assert set(formulation_ids().values()) == set(SINGLE_AGENT_ENVIRONMENTS) == set(SMALL)
+    assert formulation("deeprm") is formulation("podsched/DeepRM-v0")
+    with pytest.raises(ValueError, match="no single-agent baselines for environment"):
+        formulation("pod_scheduling_v0")
+
+
+@pytest.mark.parametrize("env_id", sorted(SMALL))
+def test_the_contract(env_id: str) -> None:
+    environment = formulation(env_id)
+    assert issubclass(environment, ConfiguredEnv)
+    assert environment.baselines and set(environment.simulated_baselines) <= set(
+        environment.baselines
+    )
+    assert isinstance(environment.command, BaselineCommand)
+    # One signature: tune/ calls every formulation the same way.
+    assert inspect.signature(environment.run_baselines) == inspect.signature(
+        ConfiguredEnv.run_baselines
+    )
+    played = environment.run_baselines([3, 4], environment.baselines[:1], SMALL[env_id])
+    (episodes,) = played.values()
+    assert len(episodes) == 2
+    for episode in episodes:
+        assert {"episode_return", "truncated", *environment.summary_metrics} <= set(episode)
+        assert episode["truncated"] in (0.0, 1.0)
+    # Same seeds, same episodes.
+    again = environment.run_baselines([3, 4], environment.baselines[:1], SMALL[env_id])
+    assert _same(again, played)
+    with pytest.raises(ValueError, match="unknown baseline"):
+        environment.run_baselines([3], ["no-such-baseline"], SMALL[env_id])
+
+
+def _same(first: Any, second: Any) -> bool:
+    """Equal, with NaN equal to NaN."""
+    if isinstance(first, dict):
+        return first.keys() == second.keys() and all(_same(first[k], second[k]) for k in first)
+    if isinstance(first, list):
+        return len(first) == len(second) and all(map(_same, first, second))
+    if isinstance(first, float) and math.isnan(first):
+        return isinstance(second, float) and math.isnan(second)
+    return first == second

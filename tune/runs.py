@@ -1,0 +1,125 @@
+"""Ray, Tune and MLflow, set up one way for every program.
+
+``platform/train.py``, ``tune/sweep.py`` and ``platform/evaluate.py`` join or start Ray
+with :func:`start_ray`, build their Tune runs with :func:`make_tuner` (checkpoints and the
+MLflow trial callback from the experiment's config) or :func:`restore_tuner`, and log a
+held-out comparison to MLflow with :func:`log_evaluation_runs`: one run per policy, with
+the same metric names, so the MLflow UI compares them side by side.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from tune.experiment import ConfigError, ExperimentConfig
+
+#: The training result Tune ranks trials by.
+BEST_METRIC = "env_runners/episode_return_mean"
+
+
+def start_ray(tracking_uri: str | None = None) -> None:
+    """Join the cluster in RAY_ADDRESS (``ray job submit`` sets it) or start a local Ray;
+    with ``tracking_uri``, code inside trials and tasks sees it as MLFLOW_TRACKING_URI."""
+    import ray
+
+    options: dict[str, Any] = {"log_to_driver": False}
+    if tracking_uri is not None:
+        # Code inside trials must see the tracking URI too (ray#36257).
+        os.environ["MLFLOW_TRACKING_URI"] = tracking_uri
+        options["runtime_env"] = {"env_vars": {"MLFLOW_TRACKING_URI": tracking_uri}}
+    if os.environ.get("RAY_ADDRESS"):
+        ray.init(address=os.environ["RAY_ADDRESS"], **options)
+    else:
+        ray.init(include_dashboard=False, **options)
+
+
+def make_tuner(
+    experiment: ExperimentConfig,
+    param_space: Any,
+    storage: Path,
+    tracking_uri: str,
+    *,
+    name: str | None = None,
+    verbose: int = 1,
+    num_samples: int | None = None,
+    parent_run_id: str | None = None,
+) -> Any:
+    """A Tune run of ``experiment.algorithm`` over ``param_space``, named ``name`` (default
+    the experiment's) under ``storage``: the config's stop criteria and checkpoints (and one
+    at the end), each trial an MLflow run (a child of ``parent_run_id`` when given)."""
+    from ray import tune as ray_tune
+
+    from tune.mlflow_tracking import MLflowTrialCallback
+
+    tune_config = None if num_samples is None else ray_tune.TuneConfig(num_samples=num_samples)
+    return ray_tune.Tuner(
+        experiment.algorithm.name,
+        param_space=param_space,
+        tune_config=tune_config,
+        run_config=ray_tune.RunConfig(
+            name=name or experiment.name,
+            storage_path=str(storage),
+            stop=experiment.stop.criteria(),
+            checkpoint_config=ray_tune.CheckpointConfig(
+                checkpoint_frequency=experiment.checkpoint.frequency,
+                num_to_keep=experiment.checkpoint.keep,
+                checkpoint_at_end=True,
+            ),
+            callbacks=[MLflowTrialCallback(tracking_uri, experiment, parent_run_id=parent_run_id)],
+            verbose=verbose,
+        ),
+    )
+
+
+def restore_tuner(experiment: ExperimentConfig, param_space: Any, storage: Path) -> Any:
+    """The interrupted Tune run of ``experiment`` under ``storage``, to finish its unfinished
+    and errored trials; :class:`ConfigError` when there is none."""
+    from ray import tune as ray_tune
+
+    experiment_dir = storage / experiment.name
+    if not ray_tune.Tuner.can_restore(str(experiment_dir)):
+        raise ConfigError(f"--resume: no interrupted experiment at {experiment_dir}")
+    return ray_tune.Tuner.restore(
+        str(experiment_dir),
+        trainable=experiment.algorithm.name,
+        param_space=param_space,
+        resume_unfinished=True,
+        resume_errored=True,
+    )
+
+
+def log_evaluation_runs(
+    experiment: ExperimentConfig,
+    tracking_uri: str,
+    table: dict[str, dict[str, Any]],
+    info: dict[str, Any],
+    params: dict[str, str],
+    artifacts: list[Path] | None = None,
+) -> None:
+    """One MLflow run ``eval-<policy>`` per row of ``table`` (:mod:`tune.evaluation`): its
+    means and ``<metric>_ci95`` half-widths, ``params`` plus the policy, tags saying its
+    kind, whether it is the best heuristic or the learned summary row of ``info``
+    (:func:`tune.evaluation.summary`); ``artifacts`` go on the learned summary row."""
+    from tune.evaluation import ci_metrics
+    from tune.mlflow_tracking import experiment_tags, log_run
+
+    tags = experiment_tags(experiment)
+    for policy, entry in table.items():
+        log_run(
+            tracking_uri,
+            experiment.experiment_name,
+            f"eval-{policy}",
+            params={"policy": policy, **params},
+            metrics={**entry["metrics"], **ci_metrics(entry)},
+            tags={
+                **tags,
+                "policy": policy,
+                "policy_kind": entry.get("kind", "heuristic"),
+                "stage": "evaluation",
+                "best_heuristic": str(policy == info["best_heuristic"]).lower(),
+                "learned_summary": str(policy == info["learned"]).lower(),
+            },
+            artifacts=artifacts if policy == info["learned"] else None,
+        )
