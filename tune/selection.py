@@ -20,6 +20,7 @@ How to use::
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,4 +89,4 @@ def select(
 
 def _finite(value: Any) -> float:
     """NaN (no job finished) ranks last."""
-    return float("inf") if value != value else float(value)
+    return float("inf") if math.isnan(value) else float(value)
