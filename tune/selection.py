@@ -61,8 +61,14 @@ def select(
     experiment: ExperimentConfig, candidates: list[Candidate]
 ) -> tuple[Candidate, dict[str, float]]:
     """The candidate with the lowest mean :data:`SELECTION_METRIC` on
-    ``experiment.evaluation.validation_seeds``, and every candidate's score by label."""
-    from tune.evaluation import evaluate
+    ``experiment.evaluation.validation_seeds``, and every candidate's score by label.
+
+    Every (candidate, seed) episode is one task, all submitted at once when Ray runs
+    (else played here one by one), so the cores stay busy across candidates.
+    """
+    import ray
+
+    from tune.evaluation import finite_mean, learned_rows, run_episode
 
     if not candidates:
         raise ValueError("no candidate policies to select from")
@@ -70,19 +76,20 @@ def select(
     seeds = list(evaluation.validation_seeds)
     if not seeds:
         raise ValueError("evaluation.validation_seeds is empty: nothing to select on")
+    env_name = experiment.environment.name
     env_config = {**experiment.environment.config, **evaluation.environment}
-    scores: dict[str, float] = {}
-    for candidate in candidates:
-        table = evaluate(
-            experiment.environment.name,
-            env_config,
-            seeds,
-            [],
-            candidate.modules,
-            greedy=evaluation.greedy,
-        )
-        (row,) = table.values()
-        scores[candidate.label] = float(row["metrics"][SELECTION_METRIC])
+    (row,) = learned_rows(evaluation.greedy)
+    play = ray.remote(num_cpus=1)(run_episode).remote if ray.is_initialized() else run_episode
+    episodes = [
+        [play(env_name, env_config, seed, row, candidate.modules) for seed in seeds]
+        for candidate in candidates
+    ]
+    if ray.is_initialized():
+        episodes = [ray.get(per_seed) for per_seed in episodes]
+    scores = {
+        candidate.label: finite_mean([episode["metrics"][SELECTION_METRIC] for episode in played])
+        for candidate, played in zip(candidates, episodes, strict=True)
+    }
     best = min(range(len(candidates)), key=lambda i: _finite(scores[candidates[i].label]))
     return candidates[best], scores
 
