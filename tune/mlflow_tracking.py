@@ -150,7 +150,8 @@ def _param_value(value: Any) -> str:
 class MLflowTrialCallback(ray_tune.Callback):
     """One MLflow run per Tune trial: flattened config as params, batched metrics.
 
-    Trial -> run ids are kept in the callback's state, which Tune checkpoints, so a
+    Trial -> run ids are kept in the callback's state, which Tune checkpoints, and are
+    looked up by the run's ``trial_id`` tag when that state was not saved yet, so a
     resumed experiment keeps logging into the same runs.
     """
 
@@ -171,6 +172,11 @@ class MLflowTrialCallback(ray_tune.Callback):
 
         client = _client(self.tracking_uri)
         if trial.trial_id in self.run_ids:
+            return
+        known = self._existing_run(client, trial.trial_id)
+        if known is not None:
+            # Killed before Tune saved the callback state: the run exists all the same.
+            self.run_ids[trial.trial_id] = known
             return
         trial_config = trial.config or {}
         seed = trial_config.get("seed")
@@ -198,6 +204,19 @@ class MLflowTrialCallback(ray_tune.Callback):
             params=[Param(key, _param_value(value)) for key, value in params.items()],
             tags=[RunTag(key, str(value)) for key, value in tags.items()],
         )
+
+    def _existing_run(self, client: Any, trial_id: str) -> str | None:
+        """The run an earlier driver opened for ``trial_id`` in this experiment, if any.
+
+        Tune saves the callback's state every few seconds, so a driver killed in between
+        resumes without the mapping; trial ids are unique within a Tune experiment.
+        """
+        found = client.search_runs(
+            [experiment_id(self.tracking_uri, self.experiment.experiment_name)],
+            filter_string=f"tags.trial_id = '{trial_id}'",
+            max_results=1,
+        )
+        return found[0].info.run_id if found else None
 
     def on_trial_result(
         self, iteration: int, trials: list, trial: Any, result: dict, **info: Any

@@ -94,7 +94,10 @@ def test_ppo_beats_random_within_a_few_iterations(ray_local) -> None:
     )
     algo = config.build_algo()
     try:
-        for _ in range(10):
+        # PPO is not bitwise reproducible across runs (float reductions over torch threads):
+        # after 10 iterations one clean-clone run still waited 6% of the time (random: 10%),
+        # so train 15 for a margin.
+        for _ in range(15):
             algo.train()
         # 16 held-out episodes: the wait rates are counts over a few hundred decisions.
         held_out = range(100, 116)

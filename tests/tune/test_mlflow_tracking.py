@@ -25,3 +25,27 @@ def test_curated_metrics_keep_ppo_and_dqn_learner_statistics() -> None:
         "shared/vf_loss": 2.0,
         "shared/entropy": 1.5,
     }
+
+
+def test_a_resumed_trial_finds_its_run_without_the_saved_state(tmp_path) -> None:
+    """A driver killed before Tune saved the callback's state resumes into the same run."""
+    from types import SimpleNamespace
+
+    from mlflow.tracking import MlflowClient
+
+    from tune.experiment import config_from_dict
+    from tune.mlflow_tracking import MLflowTrialCallback, experiment_id
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    experiment = config_from_dict({"name": "resumed"})
+    trial = SimpleNamespace(trial_id="ab12c_00000", config={"seed": 0}, evaluated_params={})
+    first = MLflowTrialCallback(uri, experiment)
+    first.on_trial_start(0, [], trial)
+    # A new driver: no state restored (set_state never called).
+    second = MLflowTrialCallback(uri, experiment)
+    second.on_trial_start(0, [], trial)
+    assert second.run_ids == first.run_ids
+    other = SimpleNamespace(trial_id="ab12c_00001", config={"seed": 1}, evaluated_params={})
+    second.on_trial_start(0, [], other)
+    runs = MlflowClient(uri).search_runs([experiment_id(uri, "resumed")])
+    assert sorted(run.data.tags["trial_id"] for run in runs) == ["ab12c_00000", "ab12c_00001"]
