@@ -11,8 +11,10 @@ ValueError) and reads as text through :attr:`BaselineCommand.report`.
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -51,6 +53,12 @@ class BaselineCommand:
     run: Callable[[dict[str, Any]], dict[str, Any]]
     report: Callable[[dict[str, Any], dict[str, Any]], str]
     options: tuple[CommandOption, ...] = field(default_factory=tuple)
+
+
+def jobs_from_file(options: dict[str, Any]) -> Any:
+    """The explicit job list of ``--jobs-file`` (JSON), or None when it was not given."""
+    path = options.get("jobs_file")
+    return None if path is None else json.loads(Path(path).read_text())
 
 
 def format_summary(summary: dict[str, Any], keys: tuple[str, ...]) -> str:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from envs.command import BaselineCommand, CommandOption, format_summary
+from envs.command import BaselineCommand, CommandOption, format_summary, jobs_from_file
 from envs.contention.baselines import CONTENTION_BASELINES, run_contention_baseline
 from envs.sim import LINK_SHARING
 
@@ -16,7 +15,7 @@ REPORTED = ("avg_jct", "p90_jct", "gpu_utilization", "avg_contention", "p90_cont
 
 def run(options: dict[str, Any]) -> dict[str, Any]:
     """:func:`envs.contention.baselines.run_contention_baseline` with the options given."""
-    jobs = json.loads(Path(options["jobs_file"]).read_text()) if options["jobs_file"] else None
+    jobs = jobs_from_file(options)
     return run_contention_baseline(
         options["policy"],
         seed=options["seed"],

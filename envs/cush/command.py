@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from envs.command import BaselineCommand, CommandOption
+from envs.command import BaselineCommand, CommandOption, jobs_from_file
 from envs.cush.baselines import CUSH_BASELINES, run_cush_baseline
 
 #: (label, summary key) of the text report.
@@ -21,9 +20,7 @@ REPORTED: tuple[tuple[str, str], ...] = (
 
 def run(options: dict[str, Any]) -> dict[str, Any]:
     """:func:`envs.cush.baselines.run_cush_baseline` with the options given."""
-    jobs = None
-    if options["jobs_file"] is not None:
-        jobs = json.loads(Path(options["jobs_file"]).read_text())
+    jobs = jobs_from_file(options)
     params = {
         key: options[key]
         for key in ("dgemm_fraction", "queue_size", "time_horizon")

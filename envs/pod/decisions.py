@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from envs.pod.config import QUEUE_ORDERS
 from envs.sim import Simulator
 
 CORE_TOLERANCE = 1e-9
@@ -66,8 +67,8 @@ class DecisionRound:
         if queue_order == "ideal-time":
             # Stable: equal ideal times keep their arrival order.
             waiting = waiting[np.argsort(sim.ideal_duration[waiting], kind="stable")]
-        elif queue_order != "arrival":
-            raise ValueError(f"queue_order={queue_order!r}; allowed: arrival, ideal-time")
+        elif queue_order not in QUEUE_ORDERS:
+            raise ValueError(f"queue_order={queue_order!r}; allowed: {', '.join(QUEUE_ORDERS)}")
         for job in waiting.tolist():
             gpus, cpus = sim.task_demands(job)
             entry = JobInProgress(job, gpus, cpus, int(sim.num_workers[job]))

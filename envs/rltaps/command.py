@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from envs.command import BaselineCommand, CommandOption, int_list
+from envs.command import BaselineCommand, CommandOption, int_list, jobs_from_file
 from envs.rltaps.baselines import format_baseline_table, parse_baselines, run_rltaps_baseline
 
 
 def run(options: dict[str, Any]) -> dict[str, Any]:
     """``{"policies": {name: run_rltaps_baseline(name, ...)}}`` for every baseline named."""
     policies = parse_baselines(options["policy"])
-    jobs = json.loads(Path(options["jobs_file"]).read_text()) if options["jobs_file"] else None
+    jobs = jobs_from_file(options)
     params: dict[str, Any] = {"racks": options["racks"]}
     if options["num_jobs"] is not None:
         params["num_jobs"] = options["num_jobs"]

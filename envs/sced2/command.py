@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from envs.command import BaselineCommand, CommandOption, format_summary
+from envs.command import BaselineCommand, CommandOption, format_summary, jobs_from_file
 from envs.sced2.baselines import SCED2_BASELINES, run_sced2_baseline
 
 #: The summary keys of the text report.
@@ -15,7 +14,7 @@ REPORTED = ("execution_effectiveness", "avg_jct", "p90_jct", "makespan", "fragme
 
 def run(options: dict[str, Any]) -> dict[str, Any]:
     """:func:`envs.sced2.baselines.run_sced2_baseline` with the options given."""
-    jobs = json.loads(Path(options["jobs_file"]).read_text()) if options["jobs_file"] else None
+    jobs = jobs_from_file(options)
     return run_sced2_baseline(
         options["policy"],
         seed=options["seed"],
