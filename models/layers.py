@@ -19,6 +19,16 @@ and one ``[N, (1 + D) in] x [(1 + D) in, out]`` product follows the scatter. It 
 same function and the same parameters as the message form (which "max" still uses) with
 a handful of tensor operations per layer: the per-step cost of a small graph is that of
 launching operations, and the backward pass of an ``index_add`` is a gather.
+
+For a batch of small graphs (a partition's inner graph, the inter-scheduler graph) the
+aggregation is a dense product: :func:`dense_operator` writes each sample's coefficients
+``c_k(e_uw)`` (divided by u's degree for "mean") and the identity into a
+``[B, (2 + D) N, N]`` matrix once per forward pass, and every layer over that graph is
+then one batched matrix product and one matrix product with the filter folded into the
+combination (:meth:`EdgeConditionedConv.dense_forward`) instead of ``1 + D`` scatters,
+their gathers in the backward pass and a concatenation. The edge vectors are
+observations, not parameters, so building the operator needs no gradient; the result is
+the same up to float32 rounding (summation order).
 """
 
 from __future__ import annotations
@@ -29,6 +39,52 @@ from torch_geometric.nn import MessagePassing
 
 # Aggregations that commute with the filter's sum over edge coefficients.
 LINEAR_AGGREGATIONS = ("mean", "sum")
+
+
+def supports_dense(edge_network: str, aggr: str) -> bool:
+    """Whether :meth:`EdgeConditionedConv.dense_forward` computes this layer's function."""
+    return edge_network == "full" and aggr in LINEAR_AGGREGATIONS
+
+
+def dense_operator(
+    edge_index: Tensor, edge_attr: Tensor, edge_mask: Tensor, num_nodes: int, aggr: str
+) -> Tensor:
+    """A batch of padded graphs as the matrix of :meth:`EdgeConditionedConv.dense_forward`.
+
+    ``edge_index`` [B, 2, E] (source, target per edge), ``edge_attr`` [B, E, D],
+    ``edge_mask`` [B, E] (padding 0), ``aggr`` "mean" or "sum" -> [B, N (2 + D), N].
+    Row ``u (2 + D)`` is node u itself (the identity); row ``u (2 + D) + 1 + k``, column
+    ``w`` holds the sum of ``c_k(e)`` over the valid edges w -> u, with
+    ``c = (1, e_1, ..., e_D)``, divided by u's valid in-degree (at least 1) for "mean",
+    as the scatter form does. Parallel edges add up. Rows are node-major so that the
+    product with node features [B, N, F] reads as [B, N, (2 + D) F] without a copy.
+    """
+    if aggr not in LINEAR_AGGREGATIONS:
+        raise ValueError(f"a dense operator needs aggr in {LINEAR_AGGREGATIONS}, got {aggr!r}")
+    batch, _, edges = edge_index.shape
+    valid = (edge_mask > 0).float()
+    coefficients = torch.cat([edge_attr.new_ones(batch, edges, 1), edge_attr], dim=-1).float()
+    coefficients = coefficients * valid.unsqueeze(-1)
+    rows = coefficients.shape[-1] + 1  # the node itself, then one row per coefficient
+    source, target = edge_index[:, 0].long(), edge_index[:, 1].long()
+    if aggr == "mean":
+        degree = valid.new_zeros(batch, num_nodes).scatter_add_(1, target, valid)
+        coefficients = coefficients / degree.clamp(min=1.0).gather(1, target).unsqueeze(-1)
+    # Flat position of (sample, target row, coefficient, source): padded edges, which may
+    # point at any node, add zeros.
+    block = rows * num_nodes * num_nodes
+    first = (
+        (target * rows + 1) * num_nodes
+        + source
+        + block * torch.arange(batch, device=source.device).view(batch, 1)
+    )
+    index = first.unsqueeze(-1) + num_nodes * torch.arange(rows - 1, device=source.device)
+    flat = coefficients.new_zeros(batch * block).index_add_(
+        0, index.reshape(-1), coefficients.reshape(-1)
+    )
+    operator = flat.view(batch, num_nodes, rows, num_nodes)
+    operator[:, :, 0] = torch.eye(num_nodes, dtype=operator.dtype, device=operator.device)
+    return operator.view(batch, num_nodes * rows, num_nodes)
 
 
 class EdgeConditionedConv(MessagePassing):
@@ -85,6 +141,9 @@ class EdgeConditionedConv(MessagePassing):
         if self.edge_network == "full" and self.aggr in LINEAR_AGGREGATIONS:
             neighbourhood = self._aggregate_first(x, edge_index, edge_attr) + self.bias
             return torch.relu(self.combine(torch.cat([x, neighbourhood], dim=-1)))
+        if self.aggr in LINEAR_AGGREGATIONS:
+            neighbourhood = self._gated_low_rank(x, edge_index, edge_attr) + self.bias
+            return torch.relu(self.combine(torch.cat([x, neighbourhood], dim=-1)))
         if self.edge_network == "full":
             # Per node: h B and h W_k for each edge feature k (see the module docstring),
             # one matmul: [N, in] x [in, out * (1 + D)].
@@ -96,6 +155,47 @@ class EdgeConditionedConv(MessagePassing):
             source = x
         neighbourhood = self.propagate(edge_index, x=source, edge_attr=edge_attr) + self.bias
         return torch.relu(self.combine(torch.cat([x, neighbourhood], dim=-1)))
+
+    def dense_forward(self, x: Tensor, operator: Tensor) -> Tensor:
+        """One convolution of a batch of graphs: ``x`` [B, N, in] and the graph's
+        :func:`dense_operator` [B, N (2 + D), N] (built for this layer's aggregation) ->
+        [B, N, out]. Only for the "full" filter with "mean" or "sum".
+
+        ``combine(cat[h_u, AGG + b])`` is linear before its ReLU, so the filter and the
+        combination fold into one weight: one batched product gathers ``h_u`` and the
+        ``1 + D`` aggregates per node, one matrix product applies the folded weight.
+        """
+        batch, num_nodes, _ = x.shape
+        gathered = torch.bmm(operator, x).view(batch * num_nodes, -1)
+        own = self.combine.weight[:, : self.in_channels]
+        neighbourhood = self.combine.weight[:, self.in_channels :]
+        weight = torch.cat([own.t(), self._stacked_filter() @ neighbourhood.t()], dim=0)
+        bias = self.combine.bias + neighbourhood @ self.bias
+        return torch.relu(torch.addmm(bias, gathered, weight)).view(batch, num_nodes, -1)
+
+    def _stacked_filter(self) -> Tensor:
+        """Filter weights per coefficient, B first: [(1 + D) * in, out]."""
+        weight = self.filter.weight.view(self.in_channels, self.out_channels, -1)
+        bias = self.filter.bias.view(1, self.in_channels, self.out_channels)
+        return torch.cat([bias, weight.permute(2, 0, 1)], dim=0).reshape(-1, self.out_channels)
+
+    def _gated_low_rank(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor) -> Tensor:
+        """``AGG_w U (g(e_uw) * V h_w)`` of the factorized filter for a linear AGG: [N, out].
+
+        ``V`` applies per node before the gather and ``U`` per node after the sum (both
+        linear, no bias), so each edge carries ``rank`` numbers instead of ``in`` and
+        ``out``: the same function as the message form, a fraction of its cost on graphs
+        with many more edges than nodes (the inter-scheduler graph at paper scale).
+        """
+        num_nodes = x.shape[0]
+        source, target = edge_index[0], edge_index[1]
+        gates = torch.relu(self.filter(edge_attr))
+        messages = gates * self.down(x).index_select(0, source)
+        summed = messages.new_zeros(num_nodes, messages.shape[1]).index_add(0, target, messages)
+        if self.aggr == "mean":
+            degree = torch.bincount(target, minlength=num_nodes).clamp(min=1)
+            summed = summed / degree.unsqueeze(-1).to(summed.dtype)
+        return self.up(summed)
 
     def _aggregate_first(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor) -> Tensor:
         """``AGG_w Theta(e_uw) h_w`` for a linear AGG (see the module docstring): [N, out]."""
@@ -111,11 +211,7 @@ class EdgeConditionedConv(MessagePassing):
         if self.aggr == "mean":
             degree = torch.bincount(target, minlength=num_nodes).clamp(min=1)
             summed = summed / degree.unsqueeze(-1).to(summed.dtype)
-        # Filter weights per coefficient, B first: [(1 + D) * in, out], rows as in `summed`.
-        weight = self.filter.weight.view(self.in_channels, self.out_channels, -1)
-        bias = self.filter.bias.view(1, self.in_channels, self.out_channels)
-        stacked = torch.cat([bias, weight.permute(2, 0, 1)], dim=0)
-        return summed @ stacked.reshape(-1, self.out_channels)
+        return summed @ self._stacked_filter()
 
     def message(self, x_j: Tensor, edge_attr: Tensor) -> Tensor:
         """Theta(E(u, w)) h_w for every edge."""

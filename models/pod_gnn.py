@@ -31,11 +31,15 @@ from gymnasium import spaces
 from torch import Tensor, nn
 
 from models.config import GNNModelConfig
-from models.layers import EdgeConditionedConv
+from models.layers import EdgeConditionedConv, dense_operator, supports_dense
 
 MASKED_LOGIT = torch.finfo(torch.float32).min
 TARGET_TYPES = [0, 3]  # gpu_group, server in envs.topology.views.VIEW_NODE_TYPES
 EDGE_DIM = 3
+# Graphs up to this many nodes convolve as one dense batched product per layer
+# (models.layers.dense_operator); larger ones, whose N^2 cells would mostly be zeros,
+# scatter along their edges.
+DENSE_MAX_NODES = 128
 
 
 def mlp(sizes: list[int]) -> nn.Sequential:
@@ -126,6 +130,12 @@ class PodGNN(nn.Module):
         self.value_head = mlp([state, config.head_hidden, 1])
 
     # ------------------------------------------------------------------ parts
+    def _dense(self, num_nodes: int) -> bool:
+        """Whether a graph of ``num_nodes`` nodes convolves densely (see DENSE_MAX_NODES)."""
+        return num_nodes <= DENSE_MAX_NODES and supports_dense(
+            self.config.edge_network, self.config.aggregation
+        )
+
     def inner_embeddings(self, obs: dict[str, Tensor]) -> Tensor:
         """H: [B, n, hidden] node embeddings of each sample's inner graph."""
         features = torch.cat([obs["node_features"].float(), obs["node_type"].float()], dim=-1)
@@ -134,6 +144,19 @@ class PodGNN(nn.Module):
         edge_index, edge_attr = batch_graph(
             obs["edge_index"], obs["edge_attr"], obs["edge_mask"], num_nodes
         )
+        if self._dense(num_nodes):
+            operator = dense_operator(
+                obs["edge_index"],
+                obs["edge_attr"].float(),
+                obs["edge_mask"],
+                num_nodes,
+                self.config.aggregation,
+            )
+            valid = node_valid.view(batch, num_nodes, 1)
+            h = self.node_input(features) * valid
+            for layer in self.inner:
+                h = layer.dense_forward(h, operator) * valid
+            return h
         h = self.node_input(features.reshape(batch * num_nodes, -1)) * node_valid
         for layer in self.inner:
             h = layer(h, edge_index, edge_attr) * node_valid
@@ -181,14 +204,25 @@ class PodGNN(nn.Module):
         self_mask = torch.zeros(batch, num_inter, 1, device=nodes.device)
         self_mask[:, : self.num_schedulers, 0] = obs["self"].float()
         nodes = self_mask * z0.unsqueeze(1) + (1 - self_mask) * nodes
-        edge_index, edge_attr = batch_graph(
-            obs["inter_edge_index"], obs["inter_edge_attr"], obs["inter_edge_mask"], num_inter
-        )
         layers = [nodes]
-        h = nodes.reshape(batch * num_inter, -1)
-        for layer in self.inter:
-            h = layer(h, edge_index, edge_attr)
-            layers.append(h.view(batch, num_inter, -1))
+        if self._dense(num_inter):
+            operator = dense_operator(
+                obs["inter_edge_index"],
+                obs["inter_edge_attr"].float(),
+                obs["inter_edge_mask"],
+                num_inter,
+                self.config.aggregation,
+            )
+            for layer in self.inter:
+                layers.append(layer.dense_forward(layers[-1], operator))
+        else:
+            edge_index, edge_attr = batch_graph(
+                obs["inter_edge_index"], obs["inter_edge_attr"], obs["inter_edge_mask"], num_inter
+            )
+            h = nodes.reshape(batch * num_inter, -1)
+            for layer in self.inter:
+                h = layer(h, edge_index, edge_attr)
+                layers.append(h.view(batch, num_inter, -1))
         every_node = torch.cat(layers, dim=-1)  # DenseNet-style concatenation per node
         state = (every_node * self_mask).sum(dim=1)
         return state, every_node

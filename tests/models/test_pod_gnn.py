@@ -145,6 +145,78 @@ def test_full_filter_equals_the_per_edge_matrix_construction(aggregation: str) -
     assert torch.allclose(layer(x, edge_index, edge_attr), expected, atol=1e-5)
 
 
+@pytest.mark.parametrize("aggregation", ["mean", "sum", "max"])
+def test_factorized_filter_equals_its_per_edge_messages(aggregation: str) -> None:
+    """The factorized layer's low-rank sum (V per node before the gather, U after the sum)
+    is the message form U (g(e) * V h_w) aggregated edge by edge, to float32 rounding."""
+    from models.layers import EdgeConditionedConv
+
+    torch.manual_seed(3)
+    layer = EdgeConditionedConv(
+        5, 7, edge_dim=3, edge_network="factorized", rank=4, aggr=aggregation
+    )
+    x = torch.randn(6, 5)
+    # Node 2 receives two parallel edges; node 5 none.
+    edge_index = torch.tensor([[0, 1, 2, 3, 1, 1, 4], [1, 0, 3, 2, 2, 2, 0]])
+    edge_attr = torch.rand(7, 3)
+    messages = layer.up(torch.relu(layer.filter(edge_attr)) * layer.down(x[edge_index[0]]))
+    index = edge_index[1].unsqueeze(-1).expand(-1, 7)
+    if aggregation == "max":
+        reduced = torch.zeros(6, 7).scatter_reduce(0, index, messages, "amax", include_self=False)
+    else:
+        reduced = torch.zeros(6, 7).index_add_(0, edge_index[1], messages)
+    if aggregation == "mean":
+        reduced = reduced / torch.bincount(edge_index[1], minlength=6).clamp(min=1).unsqueeze(-1)
+    expected = torch.relu(layer.combine(torch.cat([x, reduced + layer.bias], dim=-1)))
+    assert torch.allclose(layer(x, edge_index, edge_attr), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("aggregation", ["mean", "sum"])
+def test_dense_convolution_equals_the_scatter_form(aggregation: str) -> None:
+    """A batch of padded graphs through the dense operator gives the scatter form's
+    output on the joined graph: padding edges (pointing anywhere) add nothing, parallel
+    edges add up, nodes without edges get h_N = b. Equal to float32 rounding."""
+    from models.layers import EdgeConditionedConv, dense_operator
+    from models.pod_gnn import batch_graph
+
+    torch.manual_seed(4)
+    layer = EdgeConditionedConv(5, 7, edge_dim=3, aggr=aggregation)
+    batch, nodes = 3, 6
+    edge_index = torch.randint(0, nodes, (batch, 2, 9))
+    edge_index[1, :, 3] = edge_index[1, :, 4]  # a parallel edge in sample 1
+    edge_mask = torch.ones(batch, 9, dtype=torch.int8)
+    edge_mask[0, 6:] = 0  # padding in sample 0
+    edge_mask[2] = 0  # sample 2 has no edges at all
+    edge_attr = torch.rand(batch, 9, 3)
+    x = torch.randn(batch, nodes, 5)
+    joined, joined_attr = batch_graph(edge_index, edge_attr, edge_mask, nodes)
+    expected = layer(x.reshape(batch * nodes, 5), joined, joined_attr).view(batch, nodes, 7)
+    operator = dense_operator(edge_index, edge_attr, edge_mask, nodes, aggregation)
+    assert operator.shape == (batch, nodes * (2 + 3), nodes)
+    assert torch.allclose(layer.dense_forward(x, operator), expected, atol=1e-5)
+    with pytest.raises(ValueError, match="needs aggr in"):
+        dense_operator(edge_index, edge_attr, edge_mask, nodes, "max")
+
+
+@pytest.mark.parametrize("name", ["fat-tree", "full-view", "server-level"])
+def test_dense_and_scatter_networks_agree(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole network gives the same logits and values through dense products (small
+    graphs) and through scatters (forced by lowering the size limit), to 1e-4."""
+    import models.pod_gnn
+
+    env = PodSchedulingEnv(num_jobs=20, **TOPOLOGIES[name])
+    obs = list(observations(env).values())
+    space = env.observation_space(env.possible_agents[0])
+    net = build(env)
+    with torch.no_grad():
+        dense_logits, dense_state = net(as_batch(space, obs))
+        monkeypatch.setattr(models.pod_gnn, "DENSE_MAX_NODES", 0)
+        scatter_logits, scatter_state = net(as_batch(space, obs))
+    legal = as_batch(space, obs)["action_mask"] > 0
+    assert torch.allclose(dense_logits[legal], scatter_logits[legal], atol=1e-4)
+    assert torch.allclose(net.value(dense_state), net.value(scatter_state), atol=1e-4)
+
+
 def test_graphs_without_edges_still_convolve() -> None:
     from models.layers import EdgeConditionedConv
 

@@ -57,6 +57,26 @@ def test_checkpoint_restores_identical_outputs(env_and_batch, tmp_path) -> None:
     assert torch.equal(before, after)
 
 
+def test_gnn_module_has_no_mode_dependent_layers(env_and_batch) -> None:
+    """PodGNNModule.train sets only its own flag, which is right only while no layer
+    behaves differently in training and evaluation: forward passes in both modes agree,
+    and no dropout or normalization layer exists."""
+    env, batch = env_and_batch
+    module = PodGNNModule(
+        observation_space=env.observation_space("scheduler_0"),
+        action_space=env.action_space("scheduler_0"),
+        model_config={},
+    )
+    mode_dependent = (torch.nn.modules.dropout._DropoutNd, torch.nn.modules.batchnorm._NormBase)
+    assert not [m for m in module.modules() if isinstance(m, mode_dependent)]
+    assert module.train(False) is module and module.training is False
+    evaluated = module.forward_inference({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
+    module.train()
+    assert module.training is True
+    trained = module.forward_train({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
+    assert torch.equal(evaluated, trained.detach())
+
+
 def test_registry_names_the_modules() -> None:
     assert module_class("pod_gnn") is PodGNNModule
     assert module_class("pod_mlp") is PodMLPModule
