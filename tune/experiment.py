@@ -37,6 +37,11 @@ POLICY_GRADIENT = ("PPO", "APPO")
 SHARING = ("shared", "per-agent")
 #: The schedulers a multi-agent evaluation compares with when the config names none.
 DEFAULT_SCHEDULERS = ("fifo+packing", "fifo+tetris", "fifo+load-balancing", "fifo+lif")
+#: How the learned policy acts when nobody says: greedily (the argmax of its masked
+#: logits), as it would be deployed, so that an evaluation repeats exactly. The default of
+#: ``evaluation.greedy`` and of every play in :mod:`tune.evaluation`; defined here, in the
+#: config module that imports no other part of ``tune``, so both can import it.
+DEFAULT_GREEDY = True
 #: ``evaluation.baselines: all``: the full table of heuristics.
 ALL_BASELINES = "all"
 #: Combinations the pod environment's heuristic driver cannot play. Empty: every one of
@@ -238,7 +243,7 @@ class EvaluationSection:
 
     The learned policy is always evaluated both greedily and sampled (rows
     ``learned-greedy`` and ``learned-sampled``); ``greedy`` picks the row that summaries
-    compare with the best heuristic (default: the sampled one, as before both were played).
+    compare with the best heuristic (default :data:`DEFAULT_GREEDY`: the greedy one).
 
     ``validation_seeds``: when given, the policy evaluated is not the last checkpoint but
     the candidate (every kept checkpoint, and the warm-start module) with the lowest mean
@@ -249,7 +254,7 @@ class EvaluationSection:
     seeds: list[int] = field(default_factory=lambda: [1000, 1001, 1002])
     baselines: list[str] | str | None = None
     environment: dict[str, Any] = field(default_factory=dict)
-    greedy: bool = False
+    greedy: bool = DEFAULT_GREEDY
     validation_seeds: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:

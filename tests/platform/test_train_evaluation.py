@@ -48,7 +48,8 @@ def test_deeprm_training_ends_with_the_papers_baselines_side_by_side(tmp_path: P
     }
     assert set(evaluation) == {"learned-greedy", "learned-sampled", "sjf", "packer"}
     assert "mean_slowdown" in evaluation["packer"].data.metrics
-    learned = evaluation["learned-sampled"]
+    # deeprm.yaml leaves evaluation.greedy out: the artifacts go with the greedy row.
+    learned = evaluation["learned-greedy"]
     assert learned.data.params["evaluation.seeds"] == "1000,1001"
     artifacts = {a.path for a in client(uri).list_artifacts(learned.info.run_id)}
     # No per-job JCT list in a DeepRM summary, so no JCT CDF; the table is there.

@@ -133,6 +133,19 @@ def test_in_process_evaluation_keeps_the_greedy_mode(modules) -> None:
     assert list(evaluate(POD, SMALL, [3], [], modules, greedy=False)) == ["learned-sampled"]
 
 
+def test_one_default_mode_for_the_config_and_for_play(modules) -> None:
+    # A config that leaves evaluation.greedy out summarizes the row a bare play acts as.
+    assert config_from_dict({}).evaluation.greedy is True
+    default = run_episode(POD, SMALL, 3, "learned", modules)
+    same_episode(default, run_episode(POD, SMALL, 3, "learned", modules, greedy=True))
+    table = {
+        "learned-greedy": {"metrics": {"avg_jct": 1.0}, "episodes": []},
+        "learned-sampled": {"metrics": {"avg_jct": 2.0}, "episodes": []},
+    }
+    info = summary(config_from_dict({"environment": {"config": SMALL}}), add_statistics(table))
+    assert info["learned"] == "learned-greedy"
+
+
 def test_summary_names_the_best_heuristic_and_the_learned_row() -> None:
     baselines = ["fifo+tetris", "fifo+packing", "random+random"]
     table = evaluate(POD, SMALL, [3, 4], baselines)

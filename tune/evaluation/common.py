@@ -8,15 +8,16 @@ from typing import Any
 
 import numpy as np
 
+# How the learned policy acts when a caller does not say: one definition, with the default
+# of the config's ``evaluation.greedy`` (tune.experiment imports nothing of tune).
+from tune.experiment import DEFAULT_GREEDY as DEFAULT_GREEDY
+
 #: The learned policy, played in the mode a caller asks for.
 LEARNED = "learned"
 #: The learned policy's two evaluation rows: argmax actions, and actions sampled per episode.
 LEARNED_GREEDY = "learned-greedy"
 LEARNED_SAMPLED = "learned-sampled"
 LEARNED_ROWS = (LEARNED_GREEDY, LEARNED_SAMPLED)
-#: How :data:`LEARNED` acts when a caller does not say: greedily (argmax), so that a
-#: single evaluation repeats exactly.
-DEFAULT_GREEDY = True
 
 
 def learned_rows(greedy: bool | None = None) -> list[str]:
