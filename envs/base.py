@@ -11,8 +11,10 @@ environment class: :attr:`ConfiguredEnv.baselines` (its paper's heuristics),
 :attr:`ConfiguredEnv.simulated_baselines` (those that run as whole simulations instead of
 through the agent's actions), :attr:`ConfiguredEnv.summary_metrics` (the headline numbers
 of its summary), :attr:`ConfiguredEnv.fair_when_truncated` (whether a truncated episode's
-summary still counts), and :meth:`ConfiguredEnv.run_baselines`, one signature for all, so
-``tune/`` and ``platform/`` look them up (:func:`envs.registry.formulation`).
+summary still counts), :meth:`ConfiguredEnv.run_baselines`, one signature for all, and
+:meth:`ConfiguredEnv.sweep_choices` (the config fields a sweep varies; the multi-agent
+environment declares the same), so ``tune/`` and ``platform/`` look them up
+(:func:`envs.registry.formulation`, :func:`envs.registry.environment_class`).
 """
 
 from __future__ import annotations
@@ -126,6 +128,12 @@ class ConfiguredEnv(gymnasium.Env):  # type: ignore[type-arg]
         )
         self._setup()
         self._jobs = None if jobs is None else self._parse_jobs(jobs)
+
+    @classmethod
+    def sweep_choices(cls, config: Mapping[str, Any]) -> dict[str, list[Any]]:
+        """The config fields a hyperparameter sweep varies, each with its choices, for an
+        experiment whose config is ``config``: none unless a formulation says."""
+        return {}
 
     def _setup(self) -> None:
         """Build the action and observation spaces and the formulation's core."""

@@ -10,7 +10,8 @@ wrapper is added. Entry points are imported on demand, so ``import envs`` stays 
 
 :func:`formulation` looks up a single-agent formulation's environment class, which declares
 what the rest of the product needs (its baselines, summary metrics, ``run_baselines``; see
-:class:`envs.base.ConfiguredEnv`); :func:`formulation_ids` names them by package.
+:class:`envs.base.ConfiguredEnv`); :func:`formulation_ids` names them by package;
+:func:`environment_class` looks up any environment's class (``sweep_choices``).
 """
 
 from __future__ import annotations
@@ -73,26 +74,39 @@ def formulation_ids() -> dict[str, str]:
     }
 
 
+def _imported(target: str) -> Any:
+    """The class a ``"module:class"`` entry of :data:`ENVIRONMENTS` names."""
+    module_name, constructor = target.split(":")
+    return getattr(importlib.import_module(module_name), constructor)
+
+
 def formulation(name: str) -> type[ConfiguredEnv]:
     """The environment class of the single-agent formulation ``name`` (its Gymnasium id or
     short name): a :class:`envs.base.ConfiguredEnv` with ``baselines``,
-    ``simulated_baselines``, ``summary_metrics``, ``fair_when_truncated`` and
-    ``run_baselines``."""
+    ``simulated_baselines``, ``summary_metrics``, ``fair_when_truncated``,
+    ``run_baselines`` and ``sweep_choices``."""
     target = SINGLE_AGENT_ENVIRONMENTS.get(formulation_ids().get(name, name))
     if target is None:
         known = ", ".join(SINGLE_AGENT_ENVIRONMENTS)
         raise ValueError(f"no single-agent baselines for environment {name!r}; known: {known}")
-    module_name, constructor = target.split(":")
-    environment: type[ConfiguredEnv] = getattr(importlib.import_module(module_name), constructor)
+    environment: type[ConfiguredEnv] = _imported(target)
     return environment
+
+
+def environment_class(name: str) -> Any:
+    """The class of any environment of :data:`ENVIRONMENTS` (multi- or single-agent), for
+    what every one declares: ``sweep_choices(config)``, the config fields a sweep varies."""
+    target = ENVIRONMENTS.get(name)
+    if target is None:
+        raise ValueError(f"unknown environment {name!r}; known: {', '.join(ENVIRONMENTS)}")
+    return _imported(target)
 
 
 def make_env(name: str, **config: Any) -> Any:
     """A new environment ``name`` built from keyword ``config``."""
     target = MULTI_AGENT_ENVIRONMENTS.get(name)
     if target is not None:
-        module_name, constructor = target.split(":")
-        return getattr(importlib.import_module(module_name), constructor)(**config)
+        return _imported(target)(**config)
     if name.startswith(GYMNASIUM_NAMESPACE):
         register_envs()
         if name in gymnasium.registry:

@@ -1,11 +1,13 @@
 """A Ray Tune sweep over what matters in the papers, as one MLflow parent run.
 
 :func:`search_space` says what a sweep varies: learning rate (log-uniform 1e-5 to 1e-3),
-entropy bonus, GNN depth and width, device- vs server-level graphs, and -- when the
-environment's reward is ``contention`` -- 000's reward weights (branches A-E: W1 = 0.3,
-0.4, 0.5, 0.6, 0.7). :func:`run_sweep` runs ``num_samples`` trials of it under one MLflow
-parent run (one child run per trial) and reports each trial and the best one;
-``tune/sweep.py`` is its command line.
+entropy bonus, GNN depth and width, and what the environment declares
+(``sweep_choices(config)`` of its class, :func:`envs.registry.environment_class`: for
+``pod_scheduling_v0`` device- vs server-level graphs and, when its reward is
+``contention``, 000's reward weights, branches A-E: W1 = 0.3, 0.4, 0.5, 0.6, 0.7).
+:func:`run_sweep` runs ``num_samples`` trials of it under one MLflow parent run (one child
+run per trial) and reports each trial and the best one; ``tune/sweep.py`` is its command
+line.
 """
 
 from __future__ import annotations
@@ -16,14 +18,12 @@ from typing import Any
 from tune.experiment import ExperimentConfig, flatten
 from tune.runs import BEST_METRIC
 
-W1_BRANCHES = [0.3, 0.4, 0.5, 0.6, 0.7]
-#: The last part of every config key a sweep varies.
-SWEPT_SUFFIXES = ("lr", "entropy_coeff", "inner_layers", "hidden", "level", "contention_weight")
-
 
 def search_space(experiment: ExperimentConfig) -> dict[str, dict[str, Any]]:
     """Tune search spaces by config section (what the papers vary)."""
     from ray import tune as ray_tune
+
+    from envs.registry import environment_class
 
     space: dict[str, dict[str, Any]] = {
         "training": {
@@ -38,18 +38,20 @@ def search_space(experiment: ExperimentConfig) -> dict[str, dict[str, Any]]:
             "inner_layers": ray_tune.choice([2, 4]),
             "hidden": ray_tune.choice([16, 32, 64]),
         }
-    if experiment.environment.name == "pod_scheduling_v0":
-        space["environment"]["level"] = ray_tune.choice(["device", "server"])
-        if experiment.environment.config.get("reward") == "contention":
-            space["environment"]["contention_weight"] = ray_tune.choice(W1_BRANCHES)
+    environment = environment_class(experiment.environment.name)
+    for key, choices in environment.sweep_choices(experiment.environment.config).items():
+        space["environment"][key] = ray_tune.choice(list(choices))
     return space
 
 
-def param_space(experiment: ExperimentConfig) -> Any:
-    """The experiment's AlgorithmConfig with the search spaces put in."""
+def param_space(
+    experiment: ExperimentConfig, space: dict[str, dict[str, Any]] | None = None
+) -> Any:
+    """The experiment's AlgorithmConfig with the search spaces (``space``, else
+    :func:`search_space`'s) put in."""
     from tune.rllib_config import algorithm_config
 
-    space = search_space(experiment)
+    space = search_space(experiment) if space is None else space
     config = algorithm_config(experiment, seed=experiment.seeds[0])
     config = config.training(**space["training"])
     config = config.rl_module(model_config={**experiment.model.config, **space["model"]})
@@ -57,9 +59,11 @@ def param_space(experiment: ExperimentConfig) -> Any:
     return config.environment(env_config=env_config)
 
 
-def swept(key: str) -> bool:
-    """Whether the flattened config ``key`` is one a sweep varies."""
-    return key.rsplit(".", 1)[-1] in SWEPT_SUFFIXES
+def swept_params(config: dict[str, Any], space: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The entries of a trial's ``config`` that the sweep ``space`` varies, by flattened key
+    (matched on the key's last part, as the AlgorithmConfig nests them)."""
+    names = {name for section in space.values() for name in section}
+    return {key: value for key, value in flatten(config).items() if key.rsplit(".", 1)[-1] in names}
 
 
 def run_sweep(
@@ -87,9 +91,10 @@ def run_sweep(
     )
     client = MlflowClient(tracking_uri=tracking_uri)
     client.update_run(parent_id, status="RUNNING")
+    space = search_space(experiment)
     tuner = make_tuner(
         experiment,
-        param_space(experiment),
+        param_space(experiment, space),
         storage,
         tracking_uri,
         name=sweep_name,
@@ -103,7 +108,7 @@ def run_sweep(
         rows.append(
             {
                 "trial": result.path.rsplit("/", 1)[-1] if result.path else "?",
-                "params": {k: v for k, v in flatten(result.config).items() if swept(k)},
+                "params": swept_params(result.config, space),
                 "episode_return_mean": (result.metrics or {})
                 .get("env_runners", {})
                 .get("episode_return_mean"),
@@ -122,7 +127,7 @@ def run_sweep(
     return {
         "trials": rows,
         "best_checkpoint": best.checkpoint.path if best and best.checkpoint else None,
-        "best_config": {k: v for k, v in flatten(best.config).items() if swept(k)} if best else {},
+        "best_config": swept_params(best.config, space) if best else {},
         "tracking_uri": tracking_uri,
         "parent_run_id": parent_id,
     }

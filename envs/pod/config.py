@@ -11,6 +11,8 @@ GRAPH_LEVELS = ("device", "server")
 OTHER_PARTITION_VIEWS = ("summary", "full")
 HOME_RULES = ("uniform", "partition")
 QUEUE_ORDERS = ("arrival", "ideal-time")
+#: 000's reward-weight branches A-E: W1 (``contention_weight``) = 0.3 ... 0.7, W2 = 1 - W1.
+CONTENTION_WEIGHT_BRANCHES = (0.3, 0.4, 0.5, 0.6, 0.7)
 
 
 @dataclass(frozen=True)

@@ -61,13 +61,14 @@ Version: ``pod_scheduling_v0``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from envs.pod.config import PodSchedulingConfig
+from envs.pod.config import CONTENTION_WEIGHT_BRANCHES, GRAPH_LEVELS, PodSchedulingConfig
 from envs.pod.decisions import DecisionRound
 from envs.pod.layout import ClusterLayout
 from envs.pod.observations import ObservationBuilder
@@ -120,6 +121,16 @@ class PodSchedulingEnv(ParallelEnv):
         self.rounds = 0
 
     # ------------------------------------------------------------------ spaces
+    @classmethod
+    def sweep_choices(cls, config: Mapping[str, Any]) -> dict[str, list[Any]]:
+        """The config fields a hyperparameter sweep varies, each with its choices, for an
+        experiment whose config (keyword fields) is ``config``: 001's device- vs
+        server-level graphs, and with the ``contention`` reward 000's weight branches."""
+        choices: dict[str, list[Any]] = {"level": list(GRAPH_LEVELS)}
+        if config.get("reward") == "contention":
+            choices["contention_weight"] = list(CONTENTION_WEIGHT_BRANCHES)
+        return choices
+
     def observation_space(self, agent: str) -> spaces.Space:
         """The observation space of ``agent`` (the same object every call)."""
         return self._observation_spaces[agent]
