@@ -14,14 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from envs.validation import config_from_mapping, int_at_least, number_in, override_fields
+from envs.workload.generators import CUSH_JOB_TYPES
 
 #: 004 §4's two cluster configurations -> the podsched server preset of one node.
 #: Sierra: 2 CPUs + 4 GPUs per node (podsched's ``power8``: 2 sockets x 2 GPUs);
 #: Summit: 2 CPUs + 6 GPUs (``summit``: 2 sockets x 3 GPUs).
 CLUSTER_PRESETS: dict[str, str] = {"sierra": "power8", "summit": "summit"}
 
-#: 004 §3.1's workload types, in the order of the one-hot ``job_types`` observation.
-JOB_TYPES: tuple[str, ...] = ("dgemm", "daxpy")
+#: 004 §3.1's workload types, in the order of the one-hot ``job_types`` observation: the
+#: numbering of the job sampler's ``kind`` (:func:`envs.workload.generators.cush_jobs`).
+JOB_TYPES: tuple[str, ...] = CUSH_JOB_TYPES
 
 #: 004 §3.1's allocation policies, in the order of the action's second component.
 ALLOCATION_POLICIES: tuple[str, ...] = ("depth-first", "breadth-first")

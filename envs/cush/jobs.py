@@ -1,11 +1,11 @@
 """CuSH job sets (004 §4): generated or explicit, and their simulator :class:`Workload`.
 
 A CuSH job asks for ``gpus`` GPUs and ``cpus`` CPUs (whole sockets) for ``length`` time
-steps, arrives at step ``arrival`` and is a dgemm or a daxpy. ``make_workload("cush")``
-(:mod:`envs.workload.generators`) draws 004's lengths and arrivals too, but it has no
-dgemm share (needed for dgemm- or daxpy-heavy sets) and gives CPUs as fractional cores per
-GPU, not 004's whole CPUs; so the sets are drawn here, with the same length and arrival
-rules, and turned into a fixed-duration :class:`~envs.workload.Workload` for the simulator:
+steps, arrives at step ``arrival`` and is a dgemm or a daxpy. Lengths, arrivals and types
+are 004's distribution, drawn by :func:`envs.workload.generators.cush_jobs` (the one
+sampler, which ``make_workload("cush")`` uses too); the demands are this formulation's:
+whole shares of its cluster's GPUs and CPUs. A set becomes a fixed-duration
+:class:`~envs.workload.Workload` for the simulator:
 
 * one worker per GPU (1 GPU, 0 cores each);
 * one CPU-only task per CPU (the simulator's parameter-server rows: 0 GPUs and all the
@@ -26,7 +26,7 @@ import numpy as np
 from envs.cush.config import JOB_TYPES, CuSHConfig
 from envs.validation import check_rng
 from envs.workload import Workload, get_catalog
-from envs.workload.generators import bimodal_lengths
+from envs.workload.generators import cush_jobs
 
 #: Keys of one explicit job, e.g. ``{"arrival": 0, "length": 3, "gpus": 4, "cpus": 1,
 #: "type": "dgemm"}``.
@@ -73,18 +73,22 @@ def generate_job_set(config: CuSHConfig, rng: np.random.Generator) -> JobSet:
     """
     check_rng(rng)
     count = config.num_jobs
-    is_short = rng.permutation(np.arange(count) < config.num_short_jobs)
-    short, long = (1, config.short_max_len), (config.short_max_len + 1, config.max_job_len)
-    length = bimodal_lengths(is_short, rng, short, long)
-    arrival = np.sort(rng.integers(0, config.arrival_window, size=count))
-    kind = (rng.random(count) >= config.dgemm_fraction).astype(np.int64)
+    arrival, length, kind = cush_jobs(
+        count,
+        rng,
+        num_short=config.num_short_jobs,
+        short=(1, config.short_max_len),
+        long=(config.short_max_len + 1, config.max_job_len),
+        arrival_window=config.arrival_window,
+        dgemm_fraction=config.dgemm_fraction,
+    )
     # 1 - random() lies in (0, 1], so a share is never 0 and rounds up to >= 1 unit.
     shares = (1.0 - rng.random((2, count))) * config.max_job_share
     gpus = np.ceil(shares[0] * config.total_gpus - 1e-9).clip(1, config.total_gpus)
     cpus = np.ceil(shares[1] * config.total_cpus - 1e-9).clip(1, config.total_cpus)
     return JobSet(
-        arrival=arrival.astype(np.int64),
-        length=length.astype(np.int64),
+        arrival=arrival,
+        length=length,
         gpus=gpus.astype(np.int64),
         cpus=cpus.astype(np.int64),
         kind=kind,

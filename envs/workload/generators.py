@@ -15,7 +15,8 @@ bursty             --     as ``uniform`` but heavy-tailed counts (Pareto or logn
 deeprm             DeepRM bimodal lengths (80% 1..3 steps, else 10..15), one random dominant
                           resource 5..10 units, others 1..2; Bernoulli arrivals; fixed duration
 cush               004    CuSH job sets: 75% of lengths <= 10t, the rest 11t..20t, arrivals in
-                          the first 10t, dgemm/daxpy; fixed duration
+                          the first 10t, dgemm/daxpy (``cush_jobs``, as the CuSH environment
+                          draws them); fixed duration
 sced2[-60|-75]     002    68% (or 60% / 75%) 1-GPU jobs, CV 10% / NLP 60% / Speech 30% models,
                           mean inter-arrival 172 s, minutes-to-hours execution times
 deepshare[-mix]    000    256-job sets, GPU demand up to 32, each job one hour alone, model
@@ -420,6 +421,37 @@ def deeprm_workload(
     )
 
 
+#: CuSH's job types (004 §3.1), in the order :func:`cush_jobs` numbers them.
+CUSH_JOB_TYPES: tuple[str, ...] = ("dgemm", "daxpy")
+
+
+def cush_jobs(
+    count: int,
+    rng: np.random.Generator,
+    *,
+    num_short: int,
+    short: Sequence[int],
+    long: Sequence[int],
+    arrival_window: int,
+    dgemm_fraction: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """004 §4's job sets: int64 ``(arrival, length, kind)`` of ``count`` jobs, in steps.
+
+    "75% of the jobs ... have a time duration less than or equal to 10t ... the other 25%
+    a length greater than 10t": exactly ``num_short`` jobs, which ones at random, get a
+    length uniform in ``short`` (inclusive), the others in ``long``. Arrivals are sorted
+    uniform integer steps in ``0..arrival_window-1``. ``kind`` indexes
+    :data:`CUSH_JOB_TYPES`: dgemm with probability ``dgemm_fraction``, else daxpy.
+    004 gives no demands, so each caller draws them after these (:func:`cush_workload`,
+    :func:`envs.cush.jobs.generate_job_set`).
+    """
+    is_short = rng.permutation(np.arange(count) < num_short)
+    length = bimodal_lengths(is_short, rng, short, long)
+    arrival = np.sort(rng.integers(0, arrival_window, size=count))
+    kind = (rng.random(count) >= dgemm_fraction).astype(np.int64)
+    return arrival.astype(np.int64), length.astype(np.int64), kind
+
+
 def cush_workload(
     num_jobs: int,
     rng: np.random.Generator,
@@ -428,23 +460,24 @@ def cush_workload(
     short_steps: Sequence[int] = (1, 10),
     long_steps: Sequence[int] = (11, 20),
     arrival_window_steps: int = 10,
+    dgemm_fraction: float = 0.5,
     time_step_s: float = 1.0,
     gpus: Sequence[int] = (1, 8),
     cpus_per_gpu: float = 0.5,
 ) -> Workload:
-    """004 §4: CuSH job sets of dgemm and daxpy fixed-duration jobs.
+    """004 §4: CuSH job sets of dgemm and daxpy fixed-duration jobs (:func:`cush_jobs`).
 
-    "75% of the jobs ... have a time duration less than or equal to 10t ... the other 25%
-    a length greater than 10t" with a maximum of 20t: lengths uniform in ``short_steps``
-    (1..10) with probability ``short_fraction``, else in ``long_steps`` (11..20). Arrivals
-    are uniform integer steps in the first ``arrival_window_steps`` (10t). The model is
-    dgemm or daxpy with equal probability. 004 does not give demands; chosen: GPUs uniform
+    ``short_fraction`` (0.75, rounded to whole jobs) of the lengths uniform in
+    ``short_steps`` (1..10), the rest in ``long_steps`` (11..20); arrivals uniform integer
+    steps in the first ``arrival_window_steps`` (10t); dgemm with probability
+    ``dgemm_fraction`` (0.5), else daxpy. 004 does not give demands; chosen: GPUs uniform
     in ``gpus`` (1..8, up to two 4-GPU Sierra nodes), one worker per GPU, each worker
     ``cpus_per_gpu`` (0.5: a Sierra node's 2 CPUs shared by its 4 GPUs).
     """
     jobs = _check_jobs(num_jobs)
     check_rng(rng)
     short_share = _fraction("short_fraction", short_fraction)
+    dgemm_share = _fraction("dgemm_fraction", dgemm_fraction)
     short_low, short_high = _int_range("short_steps", short_steps, 1)
     long_low, long_high = _int_range("long_steps", long_steps, 1)
     if (
@@ -460,13 +493,19 @@ def cush_workload(
     cpu_share = _non_negative("cpus_per_gpu", cpus_per_gpu)
     models = get_catalog("cush")
 
-    arrival = np.sort(rng.integers(0, int(arrival_window_steps), size=jobs)) * step
-    is_short = rng.random(jobs) < short_share
-    length = bimodal_lengths(is_short, rng, (short_low, short_high), (long_low, long_high))
+    arrival, length, kind = cush_jobs(
+        jobs,
+        rng,
+        num_short=round(short_share * jobs),
+        short=(short_low, short_high),
+        long=(long_low, long_high),
+        arrival_window=int(arrival_window_steps),
+        dgemm_fraction=dgemm_share,
+    )
     num_workers = rng.integers(gpu_low, gpu_high + 1, size=jobs)
-    model = rng.integers(len(models), size=jobs)
+    model = np.array([models.index(name) for name in CUSH_JOB_TYPES], dtype=np.int64)[kind]
     return Workload(
-        arrival_time=arrival.astype(np.float64),
+        arrival_time=arrival * step,
         model=model,
         num_workers=num_workers,
         worker_demand=np.tile([1.0, cpu_share], (jobs, 1)),

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from envs.cush import CuSHEnv
-from envs.cush.config import CuSHConfig
+from envs.cush.config import JOB_TYPES, CuSHConfig
 from envs.cush.jobs import generate_job_set
 
 
@@ -52,6 +52,19 @@ def test_generated_sets_follow_004_section_4() -> None:
         assert (jobs.cpus >= 1).all() and (jobs.cpus <= 128).all()
     heavy = generate_job_set(CuSHConfig(dgemm_fraction=1.0), rng)
     assert (heavy.kind == 0).all()
+
+
+def test_the_environment_and_make_workload_draw_one_distribution() -> None:
+    # One sampler of 004's lengths, arrivals and types: the same seed, the same draws.
+    from envs.workload import get_catalog, make_workload
+
+    for seed in range(5):
+        jobs = generate_job_set(CuSHConfig(), np.random.default_rng(seed))
+        workload = make_workload("cush", num_jobs=20, rng=np.random.default_rng(seed))
+        np.testing.assert_array_equal(workload.arrival_time, jobs.arrival.astype(float))
+        np.testing.assert_array_equal(workload.duration, jobs.length.astype(float))
+        names = [get_catalog("cush").names[model] for model in workload.model]
+        assert names == [JOB_TYPES[kind] for kind in jobs.kind]
 
 
 @pytest.mark.parametrize(

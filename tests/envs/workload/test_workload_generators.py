@@ -141,6 +141,12 @@ def test_cush_job_sets() -> None:
     assert set(jobs.num_workers.tolist()) == set(range(1, 9))
     np.testing.assert_array_equal(jobs.worker_demand[0], [1.0, 0.5])
     assert set(jobs.model.tolist()) == {0, 1}
+    # 75% of a set's lengths are <= 10t, exactly (rounded to whole jobs).
+    for count in (20, 7):
+        lengths = make_workload("cush", num_jobs=count, rng=rng(count)).duration
+        assert (lengths <= 10).sum() == round(0.75 * count)
+    dgemm = make_workload("cush", num_jobs=50, rng=rng(8), dgemm_fraction=1.0)
+    assert (np.array(get_catalog("cush").names)[dgemm.model] == "dgemm").all()
 
 
 @pytest.mark.parametrize(
