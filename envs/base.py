@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import gymnasium
 import numpy as np
@@ -62,6 +62,31 @@ def parse_discrete_action(action: object, num_actions: int, last_means: str) -> 
     if not 0 <= choice < num_actions:
         raise ValueError(f"action must be in [0, {num_actions - 1}] ({last_means}), got {choice}")
     return choice
+
+
+#: What a formulation's core says when it is stepped after its episode ended.
+EPISODE_OVER = "the episode is over; call reset() before step()"
+
+
+class MaskedCore(Protocol):
+    """A formulation's dynamics with one discrete action and a mask of the legal ones."""
+
+    over: bool
+    steps: int
+
+    def action_mask(self) -> np.ndarray:
+        """int8, 1 where an action is legal now."""
+        ...
+
+
+def begin_step(core: MaskedCore, action: int) -> tuple[np.ndarray, dict[str, Any]]:
+    """How a masked core's step starts: refuse an ended episode, count the step, and flag
+    an action the mask forbids. Returns the mask and the step's details so far."""
+    if core.over:
+        raise RuntimeError(EPISODE_OVER)
+    core.steps += 1
+    mask = core.action_mask()
+    return mask, {"invalid_action": not bool(mask[action])}
 
 
 def scalar_metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -191,6 +216,16 @@ class ConfiguredEnv(gymnasium.Env):  # type: ignore[type-arg]
     def _info(self, observation: Any) -> dict[str, Any]:
         """The info dict that goes with ``observation``."""
         return {}
+
+    def _step_discrete(
+        self, action: object, last_means: str
+    ) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """``step`` of a formulation whose core takes one discrete action of
+        ``config.num_actions`` (a :class:`MaskedCore`): check it (``last_means``, what the
+        last action does, goes into the message of a bad one), step the core, and return
+        the transition."""
+        choice = parse_discrete_action(action, self.config.num_actions, last_means)
+        return self._transition(*self.core.step(choice))  # type: ignore[attr-defined]
 
     def _transition(
         self, reward: float, terminated: bool, truncated: bool, details: dict[str, Any]

@@ -55,10 +55,53 @@ class BaselineCommand:
     options: tuple[CommandOption, ...] = field(default_factory=tuple)
 
 
+def policy_option(default: str, choices: tuple[str, ...], what: str = "baseline") -> CommandOption:
+    """``--policy``: one of a formulation's baselines, ``default`` unless given."""
+    return CommandOption("--policy", f"{what} (default {default})", default, choices=choices)
+
+
+def seed_option(of: str) -> CommandOption:
+    """``--seed`` (default 0): the seed of ``of`` (e.g. "the first job set")."""
+    return CommandOption("--seed", f"seed of {of} (default 0)", 0, type=int)
+
+
+def jobs_file_option(text: str = "an explicit job list (JSON) instead") -> CommandOption:
+    """``--jobs-file`` (help ``text``): an explicit job list to play instead of seeded ones."""
+    return CommandOption("--jobs-file", text, type=Path)
+
+
+def forward_options(
+    runner: Callable[..., dict[str, Any]], *keys: str, optional: tuple[str, ...] = ()
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A command's ``run`` that calls ``runner(policy, jobs=..., **options)``: the
+    ``--policy``, the ``--jobs-file`` list (None without one), the options ``keys``, and
+    those of ``optional`` that were given (the others keep the runner's defaults)."""
+
+    def run(options: dict[str, Any]) -> dict[str, Any]:
+        params = {key: options[key] for key in keys}
+        params.update({key: options[key] for key in optional if options[key] is not None})
+        return runner(options["policy"], jobs=jobs_from_file(options), **params)
+
+    run.__doc__ = f":func:`{runner.__module__}.{runner.__qualname__}` with the options given."
+    return run
+
+
 def jobs_from_file(options: dict[str, Any]) -> Any:
     """The explicit job list of ``--jobs-file`` (JSON), or None when it was not given."""
     path = options.get("jobs_file")
     return None if path is None else json.loads(Path(path).read_text())
+
+
+def titled_report(
+    title: str, keys: tuple[str, ...]
+) -> Callable[[dict[str, Any], dict[str, Any]], str]:
+    """A command's ``report``: ``title`` filled in with the options (``str.format`` by
+    ``dest``), then the summary's ``keys`` (:func:`format_summary`)."""
+
+    def report(summary: dict[str, Any], options: dict[str, Any]) -> str:
+        return "\n".join([title.format(**options), format_summary(summary, keys)])
+
+    return report
 
 
 def format_summary(summary: dict[str, Any], keys: tuple[str, ...]) -> str:

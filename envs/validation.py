@@ -1,4 +1,5 @@
-"""The validators every formulation's config and job parser shares.
+"""The validators every formulation's config and job parser shares, and the base of the
+configs themselves (:class:`MappingConfig`).
 
 Each raises ``ValueError`` (``TypeError`` for a wrong generator) naming the bad value and
 what is allowed, so every environment answers bad input with the same words.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import fields, replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 import numpy as np
 
@@ -85,3 +86,22 @@ def config_from_mapping(cls: type[Config], data: object, label: str, article: st
     if not isinstance(data, Mapping):
         raise ValueError(f"{article} {label} config must be a mapping, got {type(data).__name__}")
     return override_fields(cls(), label, **data)
+
+
+class MappingConfig:
+    """What every formulation's frozen config dataclass shares: it is built from a mapping
+    of its fields (YAML) by :meth:`from_dict` and copied with some fields replaced by
+    :meth:`with_overrides`; unknown keys fail naming the known ones. A subclass sets
+    ``label``, its name in messages, and ``article`` where that reads "an"."""
+
+    label: ClassVar[str]
+    article: ClassVar[str] = "a"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Self:
+        """``cls(**data)`` with a ValueError naming unknown keys (or a non-mapping)."""
+        return config_from_mapping(cls, data, cls.label, cls.article)
+
+    def with_overrides(self, **params: Any) -> Self:
+        """This config with some fields replaced (ValueError on unknown names)."""
+        return override_fields(self, self.label, **params)

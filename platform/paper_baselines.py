@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -84,26 +85,41 @@ def run_command(command: BaselineCommand, args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command line of this program."""
+def subcommand_parser(prog: str, doc: str) -> tuple[OneLineParser, Any]:
+    """A program's parser, described by its module docstring ``doc`` up to "How to run",
+    and its subcommands (what ``add_subparsers`` returns); every parser of it raises
+    :class:`UsageError` on a bad command line."""
     parser = OneLineParser(
-        prog="paper_baselines.py",
-        description=__doc__.split("How to run")[0].strip(),
+        prog=prog,
+        description=doc.split("How to run")[0].strip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    return parser, commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of this program."""
+    parser, commands = subcommand_parser("paper_baselines.py", __doc__)
     add_formulation_commands(commands)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit status."""
+def run_cli(build: Callable[[], argparse.ArgumentParser], argv: list[str] | None) -> int:
+    """Parse ``argv`` with the parser ``build`` makes and run the chosen subcommand's
+    ``handler``; a bad command line or value is one line on stderr and exit status 2."""
+    parser = build()
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
         return args.handler(args)
     except (UsageError, ValueError, OSError) as error:
-        print(f"paper_baselines.py: error: {error}", file=sys.stderr)
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    return run_cli(build_parser, argv)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from paper_baselines import OneLineParser, UsageError, add_formulation_commands
+from paper_baselines import UsageError, add_formulation_commands, run_cli, subcommand_parser
 
 from envs.schedulers import PreemptionSettings, make_scheduler, scheduler_names
 from envs.schedulers.preemption import DEFAULT_LAS_THRESHOLDS_GPU_S, DEFAULT_MIN_RUN_S
@@ -424,12 +424,7 @@ def add_link_sharing_argument(parser: argparse._ActionsContainer, default: str) 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of this program."""
-    parser = OneLineParser(
-        prog="simulate.py",
-        description=__doc__.split("How to run")[0].strip(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    parser, commands = subcommand_parser("simulate.py", __doc__)
     add_describe_command(commands)
     add_run_command(commands)
     add_formulation_commands(commands)
@@ -510,12 +505,7 @@ def add_run_command(commands: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    try:
-        args = build_parser().parse_args(argv)
-        return args.handler(args)
-    except (UsageError, ValueError, OSError) as error:
-        print(f"simulate.py: error: {error}", file=sys.stderr)
-        return 2
+    return run_cli(build_parser, argv)
 
 
 if __name__ == "__main__":

@@ -9,20 +9,12 @@ properties. :mod:`envs.contention` documents the environment.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from envs.sim import LINK_SHARING
-from envs.validation import (
-    config_from_mapping,
-    int_at_least,
-    one_of,
-    override_fields,
-    positive_number,
-)
+from envs.validation import MappingConfig, int_at_least, one_of, positive_number
 from envs.workload import DEEPSHARE_MIXES
 
 #: 000 §VI: the five branches of RL-base and RL-Hybrid, by the weight W1 of the contention
@@ -52,7 +44,7 @@ MAX_NODE_SUBSETS: int = 4096
 
 
 @dataclass(frozen=True)
-class ContentionConfig:
+class ContentionConfig(MappingConfig):
     """The contention-aware formulation's settings. Defaults: 000 §IV-§VI.
 
     **Cluster.** ``nodes`` (4) of ``gpus_per_node`` (8) GPUs, a flat pool behind one
@@ -85,6 +77,8 @@ class ContentionConfig:
     **Episode.** ``horizon_s``: truncate at this simulated time (30 days); ``max_steps``:
     truncate after this many steps (default None: :attr:`step_limit`, 100 per job).
     """
+
+    label = "contention"
 
     nodes: int = 4
     gpus_per_node: int = 8
@@ -187,11 +181,6 @@ class ContentionConfig:
                 )
         return tuple(sorted(int(v) for v in values))
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ContentionConfig:
-        """``ContentionConfig(**data)`` with a ValueError naming unknown keys."""
-        return config_from_mapping(cls, data, "contention")
-
     @property
     def w2(self) -> float:
         """Weight of the utilization term, 1 - w1."""
@@ -251,8 +240,3 @@ def _weights(values: object) -> tuple[float, ...]:
             f"positive sum, got {values!r}"
         )
     return weights
-
-
-def with_overrides(config: ContentionConfig, **params: Any) -> ContentionConfig:
-    """``config`` with some fields replaced (ValueError on unknown names)."""
-    return override_fields(config, "contention", **params)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.base import begin_step
 from envs.contention.config import ContentionConfig
 from envs.contention.placement import (
     PlacementOptions,
@@ -165,11 +166,7 @@ class ContentionCore:
     def step(self, action: int) -> tuple[float, bool, bool, dict[str, Any]]:
         """Apply ``action``; a masked one is taken as "do nothing" (flagged). Returns
         (reward, terminated, truncated, details)."""
-        if self.over:
-            raise RuntimeError("the episode is over; call reset() before step()")
-        self.steps += 1
-        mask = self.action_mask()
-        details: dict[str, Any] = {"invalid_action": not bool(mask[action])}
+        mask, details = begin_step(self, action)
         reward = 0.0
         if action != self.config.nothing_action and mask[action]:
             slot, subset = divmod(action, self._subsets)

@@ -88,7 +88,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from envs.base import ConfiguredEnv, parse_discrete_action, scalar_metrics
+from envs.base import ConfiguredEnv, scalar_metrics
 from envs.contention.baselines import CONTENTION_BASELINES, run_contention_baseline
 from envs.contention.command import COMMAND
 from envs.contention.config import BRANCHES, ContentionConfig
@@ -99,11 +99,6 @@ from envs.workload import Workload
 __all__ = ["BRANCHES", "ENV_ID", "ContentionConfig", "ContentionEnv"]
 
 ENV_ID = "podsched/Contention-v0"
-
-
-def _parse_action(action: object, num_actions: int) -> int:
-    """The action as an int in ``[0, num_actions)``; ValueError otherwise."""
-    return parse_discrete_action(action, num_actions, f"{num_actions - 1} = do nothing")
 
 
 class ContentionEnv(ConfiguredEnv):
@@ -164,9 +159,7 @@ class ContentionEnv(ConfiguredEnv):
         self, action: object
     ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         """Start a candidate on a node subset, or do nothing; see the module docstring."""
-        choice = _parse_action(action, self.config.num_actions)
-        reward, terminated, truncated, details = self.core.step(choice)
-        return self._transition(reward, terminated, truncated, details)
+        return self._step_discrete(action, f"{self.config.num_actions - 1} = do nothing")
 
     def action_for(self, job: int, nodes: list[int] | tuple[int, ...]) -> int:
         """The action that starts candidate ``job`` on ``nodes`` (ValueError if ``job`` is

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from envs.command import BaselineCommand, CommandOption, jobs_from_file
+from envs.command import (
+    BaselineCommand,
+    CommandOption,
+    forward_options,
+    jobs_file_option,
+    policy_option,
+    seed_option,
+)
 from envs.cush.baselines import CUSH_BASELINES, run_cush_baseline
 
 #: (label, summary key) of the text report.
@@ -16,25 +22,6 @@ REPORTED: tuple[tuple[str, str], ...] = (
     ("rewards (local return)", "local_return"),
     ("eq. 1 return", "eq1_return"),
 )
-
-
-def run(options: dict[str, Any]) -> dict[str, Any]:
-    """:func:`envs.cush.baselines.run_cush_baseline` with the options given."""
-    jobs = jobs_from_file(options)
-    params = {
-        key: options[key]
-        for key in ("dgemm_fraction", "queue_size", "time_horizon")
-        if options[key] is not None
-    }
-    return run_cush_baseline(
-        options["policy"],
-        seed=options["seed"],
-        num_sets=options["num_sets"],
-        cluster=options["cluster"],
-        nodes=options["nodes"],
-        jobs=jobs,
-        **params,
-    )
 
 
 def report(summary: dict[str, Any], options: dict[str, Any]) -> str:
@@ -49,11 +36,18 @@ def report(summary: dict[str, Any], options: dict[str, Any]) -> str:
 
 COMMAND = BaselineCommand(
     help="run a CuSH baseline (004 Table 1) over job sets",
-    run=run,
+    run=forward_options(
+        run_cush_baseline,
+        "seed",
+        "num_sets",
+        "cluster",
+        "nodes",
+        optional=("dgemm_fraction", "queue_size", "time_horizon"),
+    ),
     report=report,
     options=(
-        CommandOption("--policy", "baseline (default sjf+bf)", "sjf+bf", choices=CUSH_BASELINES),
-        CommandOption("--seed", "seed of the first job set (default 0)", 0, type=int),
+        policy_option("sjf+bf", CUSH_BASELINES),
+        seed_option("the first job set"),
         CommandOption("--num-sets", "job sets to average (default 10)", 10, type=int),
         CommandOption(
             "--cluster", "node type (default sierra)", "sierra", choices=("sierra", "summit")
@@ -62,6 +56,6 @@ COMMAND = BaselineCommand(
         CommandOption("--dgemm-fraction", "share of dgemm jobs (default 0.5)", type=float),
         CommandOption("--queue-size", "Q, visible job slots (default 5)", type=int),
         CommandOption("--time-horizon", "T, image rows (default 5)", type=int),
-        CommandOption("--jobs-file", "one explicit job set (JSON) instead", type=Path),
+        jobs_file_option("one explicit job set (JSON) instead"),
     ),
 )

@@ -9,11 +9,9 @@ choices documented on each field otherwise. :mod:`envs.cush` documents the envir
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from envs.validation import config_from_mapping, int_at_least, number_in, override_fields
+from envs.validation import MappingConfig, int_at_least, number_in, one_of
 from envs.workload.generators import CUSH_JOB_TYPES
 
 #: 004 §4's two cluster configurations -> the podsched server preset of one node.
@@ -33,7 +31,7 @@ REWARD_MODES: tuple[str, ...] = ("local", "global_scaled")
 
 
 @dataclass(frozen=True)
-class CuSHConfig:
+class CuSHConfig(MappingConfig):
     """CuSH's settings. Defaults: 004 §4 (Sierra, N = 128, T = 5, Q = 5, 20-job sets).
 
     **Cluster.** ``cluster``: ``"sierra"`` (2 CPUs + 4 GPUs per node, the default) or
@@ -62,6 +60,8 @@ class CuSHConfig:
     episode is truncated when time reaches this many steps (1000).
     """
 
+    label = "CuSH"
+
     cluster: str = "sierra"
     nodes: int = 128
     time_horizon: int = 5
@@ -82,10 +82,7 @@ class CuSHConfig:
     max_time: int = 1000
 
     def __post_init__(self) -> None:
-        if self.cluster not in CLUSTER_PRESETS:
-            raise ValueError(
-                f"cluster must be one of {', '.join(CLUSTER_PRESETS)}, got {self.cluster!r}"
-            )
+        one_of("cluster", self.cluster, tuple(CLUSTER_PRESETS))
         for name in ("nodes", "time_horizon", "queue_size", "num_jobs", "arrival_window"):
             int_at_least(name, getattr(self, name), 1)
         int_at_least("short_max_len", self.short_max_len, 1)
@@ -102,17 +99,9 @@ class CuSHConfig:
             number_in(name, getattr(self, name), 0.0, math.inf, open_low=False)
         int_at_least("penalty_scale_gpus", self.penalty_scale_gpus, 1)
         number_in("step_seconds", self.step_seconds, 0.0, math.inf, open_low=True)
-        if self.reward not in REWARD_MODES:
-            raise ValueError(
-                f"reward must be one of {', '.join(REWARD_MODES)}, got {self.reward!r}"
-            )
+        one_of("reward", self.reward, REWARD_MODES)
         number_in("gamma", self.gamma, 0.0, 1.0, open_low=False)
         int_at_least("max_time", self.max_time, self.arrival_window)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CuSHConfig:
-        """``CuSHConfig(**data)`` with a ValueError naming unknown keys."""
-        return config_from_mapping(cls, data, "CuSH")
 
     @property
     def server(self) -> str:
@@ -153,8 +142,3 @@ class CuSHConfig:
     def num_short_jobs(self) -> int:
         """Jobs of a generated set with a length <= short_max_len (75% of 20 = 15)."""
         return round(self.short_fraction * self.num_jobs)
-
-
-def with_overrides(config: CuSHConfig, **params: Any) -> CuSHConfig:
-    """``config`` with some fields replaced (ValueError on unknown names)."""
-    return override_fields(config, "CuSH", **params)

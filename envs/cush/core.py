@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.signal
 
+from envs.base import EPISODE_OVER
 from envs.cush.alloc import NodeLayout, allocate, penalty
 from envs.cush.config import ALLOCATION_POLICIES, JOB_TYPES, CuSHConfig
 from envs.cush.jobs import JobSet, job_set_workload
@@ -146,7 +147,7 @@ class CuSHCore:
         slot, job that does not fit) is taken as do nothing. Returns (local reward,
         terminated, truncated, details)."""
         if self.done:
-            raise RuntimeError("the episode is over; call reset() before step()")
+            raise RuntimeError(EPISODE_OVER)
         self.steps += 1
         details: dict[str, Any] = {"invalid_action": False}
         if choice > 0 and self.feasible()[choice - 1]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from envs.command import BaselineCommand, CommandOption
+from envs.command import BaselineCommand, CommandOption, policy_option, seed_option
 from envs.deeprm.baselines import POLICIES, replay
 from envs.deeprm.config import DeepRMConfig
 from envs.deeprm.jobs import load_jobs_file
@@ -46,8 +46,8 @@ COMMAND = BaselineCommand(
             type=Path,
             required=True,
         ),
-        CommandOption("--policy", "baseline (default sjf)", "sjf", choices=tuple(POLICIES)),
+        policy_option("sjf", tuple(POLICIES)),
         CommandOption("--num-nw", "visible job slots (default 5)", 5, type=int),
-        CommandOption("--seed", "seed of the random baseline", 0, type=int),
+        seed_option("the random baseline"),
     ),
 )

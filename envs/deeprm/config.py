@@ -8,18 +8,17 @@ or :meth:`DeepRMConfig.from_dict` (unknown keys fail); every bad value raises
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from envs.validation import config_from_mapping, int_at_least, override_fields, probability
+from envs.validation import MappingConfig, int_at_least, one_of, probability
 
 END_MODES: tuple[str, ...] = ("all_done", "no_new_job")
 OBSERVATIONS: tuple[str, ...] = ("image", "compact")
 
 
 @dataclass(frozen=True)
-class DeepRMConfig:
+class DeepRMConfig(MappingConfig):
     """DeepRM's parameters; defaults are the reference's ``parameters.py``.
 
     ``simu_len`` (50, the reference README's value) is the length of a generated job
@@ -27,6 +26,8 @@ class DeepRMConfig:
     (200, the reference's ``episode_max_length``) truncates an episode after that many
     ``step`` calls; ``None`` never truncates.
     """
+
+    label = "DeepRM"
 
     num_res: int = 2
     res_slot: int = 10
@@ -64,19 +65,10 @@ class DeepRMConfig:
             )
         probability("new_job_rate", self.new_job_rate)
         probability("job_small_chance", self.job_small_chance)
-        if self.end not in END_MODES:
-            raise ValueError(f"end must be one of {', '.join(END_MODES)}, got {self.end!r}")
-        if self.observation not in OBSERVATIONS:
-            raise ValueError(
-                f"observation must be one of {', '.join(OBSERVATIONS)}, got {self.observation!r}"
-            )
+        one_of("end", self.end, END_MODES)
+        one_of("observation", self.observation, OBSERVATIONS)
         if self.max_episode_steps is not None:
             int_at_least("max_episode_steps", self.max_episode_steps, 1)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> DeepRMConfig:
-        """``DeepRMConfig(**data)`` with a ValueError naming unknown keys."""
-        return config_from_mapping(cls, data, "DeepRM")
 
     @property
     def backlog_width(self) -> int:
@@ -135,8 +127,3 @@ class DeepRMConfig:
             "backlog": self.num_res * self.resource_width,
             "since_new": self.image_shape[1] - 1,
         }
-
-
-def with_overrides(config: DeepRMConfig, **params: Any) -> DeepRMConfig:
-    """``config`` with some fields replaced (ValueError on unknown names)."""
-    return override_fields(config, "DeepRM", **params)

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.base import EPISODE_OVER
 from envs.deeprm.config import DeepRMConfig
 from envs.deeprm.jobs import JobSequence
 
@@ -173,7 +174,7 @@ class DeepRMCore:
         otherwise the slot's job is booked and the reward is 0 with time frozen.
         """
         if self.done:
-            raise RuntimeError("the episode is over; call reset() before step()")
+            raise RuntimeError(EPISODE_OVER)
         try:
             slot = operator.index(action)  # type: ignore[call-overload]
         except TypeError:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from envs.command import BaselineCommand, CommandOption, int_list, jobs_from_file
+from envs.command import (
+    BaselineCommand,
+    CommandOption,
+    int_list,
+    jobs_file_option,
+    jobs_from_file,
+    seed_option,
+)
 from envs.rltaps.baselines import format_baseline_table, parse_baselines, run_rltaps_baseline
 
 
@@ -48,7 +54,7 @@ COMMAND = BaselineCommand(
             "baselines, comma separated, of random, sjf, tetris (default all three)",
             "random,sjf,tetris",
         ),
-        CommandOption("--seed", "seed of the first job sequence", 0, type=int),
+        seed_option("the first job sequence"),
         CommandOption("--num-sequences", "job sequences to average (default 1)", 1, type=int),
         CommandOption("--num-jobs", "jobs per sequence, one per step (default 400)", type=int),
         CommandOption(
@@ -57,6 +63,6 @@ COMMAND = BaselineCommand(
             (2, 2, 2, 2),
             type=int_list,
         ),
-        CommandOption("--jobs-file", "an explicit job list (JSON) instead", type=Path),
+        jobs_file_option(),
     ),
 )

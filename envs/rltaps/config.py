@@ -9,21 +9,13 @@ properties. :mod:`envs.rltaps` documents the environment.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from envs.rltaps.cnns import CNN_EXAMPLE_FLOPS, CNN_NAMES
 from envs.topology import SERVER_PRESETS
-from envs.validation import (
-    config_from_mapping,
-    int_at_least,
-    override_fields,
-    positive_number,
-    probability,
-)
+from envs.validation import MappingConfig, int_at_least, positive_number, probability
 
 #: 003 §4.6.1: every machine is an IBM Power8 Minsky box (S822LC): 4 GPUs, 2 CPUs, 2 IB cards.
 SERVER: str = "minsky"
@@ -72,7 +64,7 @@ def _sqrt_fit(name: str, value: object) -> tuple[float, float]:
 
 
 @dataclass(frozen=True)
-class RLTapsConfig:
+class RLTapsConfig(MappingConfig):
     """RL-TAPS's settings. Defaults: 003 §4-§5 and Appendix A.
 
     **Cluster.** ``racks``: Minsky machines per rack under one director switch
@@ -112,6 +104,9 @@ class RLTapsConfig:
 
     **Episode.** ``max_steps``: T_max (1000).
     """
+
+    label = "RL-TAPS"
+    article = "an"
 
     racks: tuple[int, ...] = (2, 2, 2, 2)
     num_slots: int = 10
@@ -212,11 +207,6 @@ class RLTapsConfig:
             int_at_least("every minibatch size", size, 1)
         object.__setattr__(self, "minibatch_sizes", tuple(int(size) for size in sizes))
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RLTapsConfig:
-        """``RLTapsConfig(**data)`` with a ValueError naming unknown keys."""
-        return config_from_mapping(cls, data, "RL-TAPS", article="an")
-
     # -- sizes ---------------------------------------------------------------------------------
 
     @property
@@ -292,8 +282,3 @@ class RLTapsConfig:
         """FLOPS that make one unit of reward: ``reward_unit_tflops``, else v_P100."""
         unit = self.reward_unit_tflops
         return self.gpu_flops if unit is None else float(unit) * 1e12
-
-
-def with_overrides(config: RLTapsConfig, **params: Any) -> RLTapsConfig:
-    """``config`` with some fields replaced (ValueError on unknown names)."""
-    return override_fields(config, "RL-TAPS", **params)

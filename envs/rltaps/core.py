@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.base import EPISODE_OVER
 from envs.rltaps.cnns import CNN_EXAMPLE_FLOPS, CNN_GRADIENT_MB
 from envs.rltaps.config import RLTapsConfig
 from envs.rltaps.jobs import JobSet
@@ -250,7 +251,7 @@ class RLTapsCore:
         """Run one step under the current assignment (see the module docstring); returns
         the reward and its parts (speed, idle and shortfall terms, in reward units)."""
         if self.over:
-            raise RuntimeError("the episode is over; call reset() before stepping")
+            raise RuntimeError(EPISODE_OVER)
         jobs, speeds = self.job_speeds()
         step_s = self._step_s
         travel = np.minimum(speeds.speed_flops * step_s, self.remaining[jobs])

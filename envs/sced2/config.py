@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from envs.validation import config_from_mapping, int_at_least, override_fields, positive_number
+from envs.validation import MappingConfig, int_at_least, one_of, positive_number
 
 #: The workload kinds of :func:`envs.workload.make_workload` that draw 002's traces:
 #: 68% 1-GPU jobs (the realistic trace), and the 60% / 75% variants of 002 Fig. 7.
@@ -28,7 +28,7 @@ NUM_STATISTICS: int = 4
 
 
 @dataclass(frozen=True)
-class Sced2Config:
+class Sced2Config(MappingConfig):
     """SCED2's settings. Defaults: 002 §III-§IV (15 x 8 GPUs, J = 10, k = 4, 1000 jobs).
 
     **Cluster.** ``servers`` N (15) of ``gpus_per_server`` M (8) GPUs each, a flat pool
@@ -53,6 +53,8 @@ class Sced2Config:
     :attr:`step_limit`, 20 steps per job).
     """
 
+    label = "SCED2"
+
     servers: int = 15
     gpus_per_server: int = 8
     window: int = 10
@@ -73,10 +75,7 @@ class Sced2Config:
         int_at_least("num_jobs", self.num_jobs, 1)
         positive_number("time_unit_s", self.time_unit_s)
         positive_number("interval_scale", self.interval_scale)
-        if self.workload not in SCED2_WORKLOADS:
-            raise ValueError(
-                f"workload must be one of {', '.join(SCED2_WORKLOADS)}, got {self.workload!r}"
-            )
+        one_of("workload", self.workload, SCED2_WORKLOADS)
         if not isinstance(self.workload_options, Mapping):
             raise ValueError(
                 "workload_options must be a mapping of sced2_workload options, got "
@@ -88,11 +87,6 @@ class Sced2Config:
             )
         if self.max_steps is not None:
             int_at_least("max_steps", self.max_steps, 1)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Sced2Config:
-        """``Sced2Config(**data)`` with a ValueError naming unknown keys."""
-        return config_from_mapping(cls, data, "SCED2")
 
     @property
     def total_gpus(self) -> int:
@@ -123,8 +117,3 @@ class Sced2Config:
     def step_limit(self) -> int:
         """Steps before truncation: ``max_steps``, or 20 per job plus 100."""
         return self.max_steps if self.max_steps is not None else 20 * self.num_jobs + 100
-
-
-def with_overrides(config: Sced2Config, **params: Any) -> Sced2Config:
-    """``config`` with some fields replaced (ValueError on unknown names)."""
-    return override_fields(config, "SCED2", **params)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.base import begin_step
 from envs.sced2.config import NUM_STATISTICS, Sced2Config
 from envs.sced2.speed import ProfiledSimulator
 from envs.schedulers import ClusterView, Packing
@@ -143,11 +144,7 @@ class Sced2Core:
         """Apply action ``action`` (slot 0..J-1, or J = hold). A choice the mask forbids is
         taken as hold when holding is allowed, else changes nothing; both set
         ``invalid_action``. Returns (reward, terminated, truncated, details)."""
-        if self.over:
-            raise RuntimeError("the episode is over; call reset() before step()")
-        self.steps += 1
-        mask = self.action_mask()
-        details: dict[str, Any] = {"invalid_action": not bool(mask[action])}
+        mask, details = begin_step(self, action)
         reward = 0.0
         if action < self._window and mask[action]:
             details["placed"] = self._schedule(action)

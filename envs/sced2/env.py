@@ -82,7 +82,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from envs.base import ConfiguredEnv, parse_discrete_action
+from envs.base import ConfiguredEnv
 from envs.sced2.baselines import SCED2_BASELINES, window_choice
 from envs.sced2.command import COMMAND
 from envs.sced2.config import Sced2Config
@@ -93,13 +93,6 @@ from envs.workload import Workload
 __all__ = ["ENV_ID", "Sced2Config", "Sced2Env"]
 
 ENV_ID = "podsched/SCED2-v0"
-
-
-def _parse_action(action: object, num_actions: int) -> int:
-    """The action as an int in ``[0, num_actions)``; ValueError otherwise."""
-    return parse_discrete_action(
-        action, num_actions, f"0..{num_actions - 2} = a visible job, {num_actions - 1} = hold"
-    )
 
 
 class Sced2Env(ConfiguredEnv):
@@ -153,9 +146,8 @@ class Sced2Env(ConfiguredEnv):
         self, action: object
     ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         """Start a visible job by packing, or hold; see the module docstring."""
-        choice = _parse_action(action, self.config.num_actions)
-        reward, terminated, truncated, details = self.core.step(choice)
-        return self._transition(reward, terminated, truncated, details)
+        count = self.config.num_actions
+        return self._step_discrete(action, f"0..{count - 2} = a visible job, {count - 1} = hold")
 
     def baseline_action(self, policy: str) -> int:
         """A 002 baseline's choice ("sif", "saf", "lrf", "spf", "fifo") among the visible

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from envs.base import ConfiguredEnv
-from envs.command import BaselineCommand
+from envs.command import BaselineCommand, forward_options, titled_report
 from envs.registry import SINGLE_AGENT_ENVIRONMENTS, formulation, formulation_ids
 
 #: A quick config per formulation.
@@ -72,3 +72,57 @@ def _same(first: Any, second: Any) -> bool:
     if isinstance(first, float) and math.isnan(first):
         return isinstance(second, float) and math.isnan(second)
     return first == second
+
+
+@pytest.mark.parametrize("env_id", sorted(SMALL))
+def test_every_config_reads_a_mapping_and_names_unknown_keys(env_id: str) -> None:
+    config_class = formulation(env_id).config_class
+    config = config_class.from_dict(SMALL[env_id])
+    assert config == config_class(**SMALL[env_id])
+    assert config.with_overrides() == config
+    with pytest.raises(ValueError, match=rf"unknown {config_class.label} parameter\(s\) bogus"):
+        config_class.from_dict({"bogus": 1})
+    with pytest.raises(ValueError, match=rf"unknown {config_class.label} parameter\(s\) bogus"):
+        config.with_overrides(bogus=1)
+    with pytest.raises(ValueError, match=rf"^an? {config_class.label} config must be a mapping"):
+        config_class.from_dict([("bogus", 1)])
+
+
+@pytest.mark.parametrize("env_id", sorted(SMALL))
+def test_stepping_an_ended_episode_says_to_reset(env_id: str) -> None:
+    env = formulation(env_id)(SMALL[env_id])
+    env.reset(seed=0)
+    env.action_space.seed(0)
+    ended = False
+    for _ in range(100_000):
+        *_, terminated, truncated, _ = env.step(env.action_space.sample())
+        if terminated or truncated:
+            ended = True
+            break
+    assert ended
+    with pytest.raises(RuntimeError, match=r"the episode is over; call reset\(\) before step\(\)"):
+        env.step(env.action_space.sample())
+
+
+def test_a_command_forwards_its_options_and_reports_a_titled_summary(tmp_path) -> None:
+    calls = []
+
+    def runner(policy: str, **params: Any) -> dict[str, Any]:
+        calls.append((policy, params))
+        return {"avg_jct": 12.345678, "jobs": 3}
+
+    run = forward_options(runner, "seed", optional=("nodes", "queue"))
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text('[{"arrival": 0}]')
+    options = {"policy": "sjf", "seed": 4, "nodes": None, "queue": 2, "jobs_file": jobs}
+    summary = run(options)
+    # Optional options left out keep the runner's defaults; the jobs file is read as JSON.
+    assert calls == [("sjf", {"seed": 4, "queue": 2, "jobs": [{"arrival": 0}]})]
+    run({**options, "jobs_file": None})
+    assert calls[-1][1]["jobs"] is None
+    report = titled_report("{policy} from seed {seed}:", ("avg_jct", "missing", "jobs"))
+    assert report(summary, options).splitlines() == [
+        "sjf from seed 4:",
+        f"  {'avg_jct':<26}12.35",
+        f"  {'jobs':<26}3",
+    ]
