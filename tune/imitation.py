@@ -113,7 +113,7 @@ def record_trajectories(
     seeds: list[int],
     gamma: float,
 ) -> Trajectories:
-    """Play ``heuristic`` on one episode per seed (as :func:`tune.policy_evaluation.
+    """Play ``heuristic`` on one episode per seed (as :func:`tune.evaluation.multi_agent.
     run_episode` does) and record every live agent's observation and action per step."""
     from envs import make_env
     from envs.pod.heuristic import HeuristicPodPolicy
