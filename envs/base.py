@@ -20,7 +20,7 @@ environment declares the same), so ``tune/`` and ``platform/`` look them up
 from __future__ import annotations
 
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 import gymnasium
@@ -116,8 +116,10 @@ class ConfiguredEnv(gymnasium.Env):  # type: ignore[type-arg]
     ``Env(config=None, *, jobs=None, render_mode=None, **params)``: the settings as a
     :attr:`config_class` instance, a mapping, or keywords (:func:`resolve_config`), a
     render mode from ``metadata["render_modes"]``, and optionally an explicit job list
-    every episode replays. A subclass names its config class and label, builds its spaces
-    and core in :meth:`_setup`, and parses job lists in :meth:`_parse_jobs`.
+    every episode replays. A subclass names its config class and label, its job-list
+    parser and generator (:attr:`jobs_parser`, :attr:`jobs_generator`, or overrides of
+    :meth:`_parse_jobs` and :meth:`_generate_jobs`), and builds its spaces and core in
+    :meth:`_setup`.
     """
 
     #: Gymnasium's metadata; a formulation that renders names its modes here.
@@ -138,6 +140,11 @@ class ConfiguredEnv(gymnasium.Env):  # type: ignore[type-arg]
     fair_when_truncated: bool = False
     #: Its baselines on the command line (``platform/paper_baselines.py``), or None.
     command: BaselineCommand | None = None
+    #: ``parser(jobs, config)``: the formulation's job list from an explicit one (a
+    #: ``staticmethod`` of the subclass).
+    jobs_parser: Callable[[object, Any], Any]
+    #: ``generator(config, rng)``: a fresh job list drawn with ``rng`` (a ``staticmethod``).
+    jobs_generator: Callable[[Any, np.random.Generator], Any]
 
     def __init__(
         self,
@@ -166,11 +173,11 @@ class ConfiguredEnv(gymnasium.Env):  # type: ignore[type-arg]
 
     def _parse_jobs(self, jobs: object) -> Any:
         """The formulation's job list from ``jobs`` (raises on a malformed one)."""
-        raise NotImplementedError
+        return self.jobs_parser(jobs, self.config)
 
     def _generate_jobs(self) -> Any:
         """A fresh job list drawn with ``self.np_random``."""
-        raise NotImplementedError
+        return self.jobs_generator(self.config, self.np_random)
 
     def _episode_jobs(self, seed: int | None, options: dict[str, Any] | None) -> Any:
         """Seed (if given) and pick this episode's jobs.

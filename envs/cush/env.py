@@ -126,15 +126,11 @@ class CuSHEnv(ConfiguredEnv):
     config_class = CuSHConfig
     label = "CuSH"
     command = COMMAND
+    jobs_parser = staticmethod(parse_jobs)
+    jobs_generator = staticmethod(generate_job_set)
     baselines = CUSH_BASELINES  # 004 Table 1's eight rows
     summary_metrics = ("avg_ntat", "avg_wait", "avg_tat", "eq1_return")
     _jobs: JobSet | None
-
-    def _parse_jobs(self, jobs: object) -> JobSet:
-        return parse_jobs(jobs, self.config)
-
-    def _generate_jobs(self) -> JobSet:
-        return generate_job_set(self.config, self.np_random)
 
     def _setup(self) -> None:
         queue = self.config.queue_size

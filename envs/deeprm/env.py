@@ -115,15 +115,11 @@ class DeepRMEnv(ConfiguredEnv):
     config_class = DeepRMConfig
     label = "DeepRM"
     command = COMMAND
+    jobs_parser = staticmethod(parse_jobs)
+    jobs_generator = staticmethod(generate_sequence)
     baselines = tuple(POLICIES)  # sjf, packer, random (the reference's other_agents.py)
     summary_metrics = ("mean_slowdown", "max_slowdown", "dropped")
     _jobs: JobSequence | None
-
-    def _parse_jobs(self, jobs: object) -> JobSequence:
-        return parse_jobs(jobs, self.config)
-
-    def _generate_jobs(self) -> JobSequence:
-        return generate_sequence(self.config, self.np_random)
 
     def _setup(self) -> None:
         self.action_space = spaces.Discrete(self.config.num_nw + 1)

@@ -113,6 +113,8 @@ class RLTapsEnv(ConfiguredEnv):
     config_class = RLTapsConfig
     label = "RL-TAPS"
     command = COMMAND
+    jobs_parser = staticmethod(parse_jobs)
+    jobs_generator = staticmethod(generate_jobs)
     baselines = RLTAPS_BASELINES
     # They never preempt where the agent must reassign every GPU at every step.
     simulated_baselines = RLTAPS_BASELINES
@@ -135,12 +137,6 @@ class RLTapsEnv(ConfiguredEnv):
         return metrics
 
     _jobs: JobSet | None
-
-    def _parse_jobs(self, jobs: object) -> JobSet:
-        return parse_jobs(jobs, self.config)
-
-    def _generate_jobs(self) -> JobSet:
-        return generate_jobs(self.config, self.np_random)
 
     def _setup(self) -> None:
         config = self.config

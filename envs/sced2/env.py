@@ -101,6 +101,8 @@ class Sced2Env(ConfiguredEnv):
     config_class = Sced2Config
     label = "SCED2"
     command = COMMAND
+    jobs_parser = staticmethod(parse_jobs)
+    jobs_generator = staticmethod(generate_workload)
     # DSIF delays jobs across decisions, which a per-step action cannot express.
     baselines = tuple(name for name in SCED2_BASELINES if name != "dsif")
     summary_metrics = (
@@ -111,12 +113,6 @@ class Sced2Env(ConfiguredEnv):
         "fragmentation",
     )
     _jobs: Workload | None
-
-    def _parse_jobs(self, jobs: object) -> Workload:
-        return parse_jobs(jobs, self.config)
-
-    def _generate_jobs(self) -> Workload:
-        return generate_workload(self.config, self.np_random)
 
     def _setup(self) -> None:
         self.action_space = spaces.Discrete(self.config.num_actions)
