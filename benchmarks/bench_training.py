@@ -33,7 +33,7 @@ CONFIGS = Path(__file__).resolve().parents[1] / "tune" / "configs"
 GOAL_ENV_STEPS_PER_S = 500.0
 # k=20: 20 agents' observations of 184 KB each; 8,000 env steps (the config's batch) would
 # hold ~29 GB, so the benchmark samples 200 env steps (4,000 agent steps) per iteration
-# in minibatches of 200 agent steps.
+# in minibatches of 200 agent steps, and the learner gets both cores as in the demo.
 CASES: dict[str, tuple[str, list[str]]] = {
     "demo-0": ("demo.yaml", ["resources.num_env_runners=0"]),
     "demo-1": ("demo.yaml", ["resources.num_env_runners=1"]),
@@ -45,6 +45,7 @@ CASES: dict[str, tuple[str, list[str]]] = {
             "resources.num_envs_per_env_runner=1",
             "algorithm.train_batch_size=200",
             "algorithm.minibatch_size=200",
+            "resources.num_cpus_per_learner=2",
         ],
     ),
 }

@@ -329,6 +329,10 @@ class EvaluationSection:
         return names
 
 
+#: Learning-rate schedules of the imitation warm start.
+LR_SCHEDULES = ("constant", "cosine")
+
+
 @dataclass(frozen=True)
 class WarmStartSection:
     """Imitation warm start (:mod:`tune.imitation`): before RL, the actor is trained by
@@ -338,8 +342,11 @@ class WarmStartSection:
     Trajectories come from ``episodes`` training episodes with seeds ``seeds_from``,
     ``seeds_from + 1``, ...; the next ``heldout_episodes`` seeds are recorded for the
     reported imitation accuracy only. ``epochs`` passes of Adam (``lr``) over minibatches
-    of ``minibatch_size`` agent steps; ``value_weight`` weighs the critic's loss (0: the
-    critic keeps its random start); ``seed`` makes the pretraining deterministic.
+    of ``minibatch_size`` agent steps; ``lr_schedule`` "constant" keeps ``lr``, "cosine"
+    lowers it along a half cosine to 0 by the last step (the fit then settles instead of
+    ending wherever the last minibatches left it); ``value_weight`` weighs the critic's
+    loss (0: the critic keeps its random start); ``seed`` makes the pretraining
+    deterministic.
     """
 
     heuristic: str = "fifo+packing"
@@ -347,6 +354,7 @@ class WarmStartSection:
     heldout_episodes: int = 5
     epochs: int = 20
     lr: float = 1.0e-3
+    lr_schedule: str = "constant"
     minibatch_size: int = 256
     value_weight: float = 0.5
     seeds_from: int = 100_000
@@ -369,6 +377,10 @@ class WarmStartSection:
         _positive_int("warm_start.seed", self.seed, 0)
         if not (isinstance(self.lr, int | float) and 0 < self.lr < 1):
             raise ConfigError(f"warm_start.lr must be in (0, 1), got {self.lr!r}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ConfigError(
+                f"warm_start.lr_schedule={self.lr_schedule!r}; allowed: {', '.join(LR_SCHEDULES)}"
+            )
         if not (isinstance(self.value_weight, int | float) and self.value_weight >= 0):
             raise ConfigError(f"warm_start.value_weight must be >= 0, got {self.value_weight!r}")
 

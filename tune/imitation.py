@@ -25,6 +25,7 @@ so the experiment's RLModule can first be trained supervised on what the heurist
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -286,9 +287,11 @@ def pretrain(
     minibatch_size: int,
     value_weight: float,
     seed: int,
+    lr_schedule: str = "constant",
     log: Callable[[str], None] | None = None,
 ) -> ImitationReport:
-    """Fit ``module`` to ``train`` (Adam, shuffled minibatches, ``epochs`` passes);
+    """Fit ``module`` to ``train`` (Adam, shuffled minibatches, ``epochs`` passes, the
+    step size ``lr`` throughout or along a half cosine to 0 with ``lr_schedule="cosine"``);
     deterministic for a given ``seed``. Returns the report on ``heldout``."""
     import torch
 
@@ -298,6 +301,12 @@ def pretrain(
     if value_weight > 0:
         centre_critic(module, train)
     optimizer = torch.optim.Adam(module.parameters(), lr=lr)
+    steps = epochs * math.ceil(len(train) / minibatch_size)
+    schedule = (
+        torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
+        if lr_schedule == "cosine"
+        else None
+    )
     module.train()
     for epoch in range(epochs):
         order = order_rng.permutation(len(train))
@@ -308,10 +317,13 @@ def pretrain(
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            if schedule is not None:
+                schedule.step()
         if log is not None:
             log(
                 f"warm start epoch {epoch + 1}/{epochs}: cross-entropy {actor.item():.4f}, "
-                f"critic MSE {critic.item():.4f} (last minibatch)"
+                f"critic MSE {critic.item():.4f} (last minibatch), "
+                f"lr now {optimizer.param_groups[0]['lr']:.3g}"
             )
     module.eval()
     on_train = evaluate_imitation(module, train, scale)
@@ -369,6 +381,7 @@ def warm_start(
         heuristic=settings.heuristic,
         epochs=settings.epochs,
         lr=settings.lr,
+        lr_schedule=settings.lr_schedule,
         minibatch_size=settings.minibatch_size,
         value_weight=settings.value_weight,
         seed=settings.seed,

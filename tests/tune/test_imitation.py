@@ -122,6 +122,23 @@ def test_pretraining_beats_random_legal_actions_and_is_deterministic(tmp_path: P
         assert torch.equal(value, state_b.state_dict()[key]), key
 
 
+def test_cosine_schedule_ends_at_zero_and_still_imitates(tmp_path: Path) -> None:
+    """With lr_schedule cosine the step size falls to 0 by the last minibatch (constant
+    keeps it), and the fit still beats random legal actions by the same margin."""
+    lines: list[str] = []
+    experiment = tiny_experiment(lr_schedule="cosine")
+    _, report = warm_start(experiment, tmp_path / "cosine", log=lines.append)
+    epochs = [line for line in lines if line.startswith("warm start epoch")]
+    assert len(epochs) == experiment.warm_start.epochs
+    rates = [float(line.rsplit("lr now ", 1)[1]) for line in epochs]
+    assert rates == sorted(rates, reverse=True) and rates[-1] < 1e-9 < rates[0]
+    assert report.accuracy > report.random_accuracy + 0.25, report
+    lines.clear()
+    warm_start(tiny_experiment(epochs=2), tmp_path / "constant", log=lines.append)
+    constant = [float(line.rsplit("lr now ", 1)[1]) for line in lines if "lr now" in line]
+    assert constant == [experiment.warm_start.lr] * 2
+
+
 @pytest.mark.integration
 def test_the_saved_module_loads_into_the_algorithm(ray_local, tmp_path: Path) -> None:
     from tune.rllib_config import algorithm_config
@@ -155,6 +172,10 @@ def test_the_saved_module_loads_into_the_algorithm(ray_local, tmp_path: Path) ->
         ({"warm_start": {"heuristic": "fifo+warp"}}, r"warm_start.heuristic: unknown placement"),
         ({"warm_start": {"episodes": 0}}, r"warm_start.episodes must be an integer >= 1, got 0"),
         ({"warm_start": {"lr": 1.5}}, r"warm_start.lr must be in \(0, 1\), got 1.5"),
+        (
+            {"warm_start": {"lr_schedule": "linear"}},
+            r"warm_start.lr_schedule='linear'; allowed: constant, cosine",
+        ),
         ({"warm_start": {"value_weight": -1}}, r"warm_start.value_weight must be >= 0"),
         ({"warm_start": {"epoch": 3}}, r"unknown key\(s\) warm_start.epoch"),
         (
