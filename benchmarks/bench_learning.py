@@ -189,6 +189,8 @@ def report(setting: Setting, payload: dict[str, Any], wall_s: float) -> dict[str
     print("* best heuristic  > learned row of the summary (evaluation.greedy)")
     validation = summary.get("validation")
     if validation:
+        for label, score in validation.get("clones", {}).items():
+            print(f"  validation avg JCT {_hours(score)} h: warm-start {label}")
         for label, score in validation["avg_jct"].items():
             print(f"  validation avg JCT {_hours(score)} h: {label}")
         print(f"  evaluated: {validation['chosen']}")

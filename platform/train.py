@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -97,20 +98,44 @@ def load(args: argparse.Namespace) -> ExperimentConfig:
     return load_config(args.config, overrides)
 
 
+def start_from_clone(
+    experiment: ExperimentConfig, folder: Path, log: Any
+) -> tuple[str, dict[str, float]]:
+    """Train the warm start's clone(s); returns the folder PPO starts from (``folder``)
+    and each clone's validation avg JCT by its folder name (none for a single clone).
+
+    With ``warm_start.restarts`` > 1 the clones go to ``<folder>-clones/clone-<k>``, play
+    the validation seeds, and the best is copied to ``folder`` (where ``--resume`` finds
+    it).
+    """
+    from tune.imitation import warm_start, warm_start_clones
+
+    if experiment.warm_start is None or experiment.warm_start.restarts == 1:
+        return warm_start(experiment, folder, log=log)[0], {}
+    from tune.selection import choose_clone
+
+    clones = warm_start_clones(experiment, folder.with_name(f"{folder.name}-clones"), log=log)
+    chosen, scores = choose_clone(experiment, [path for path, _ in clones])
+    for path, score in scores.items():
+        marker = " (chosen)" if path == chosen else ""
+        log(f"warm start {Path(path).name}: validation avg JCT {score / 3600:.3f} h{marker}")
+    shutil.copytree(chosen, folder, dirs_exist_ok=True)
+    return str(folder), {Path(path).name: score for path, score in scores.items()}
+
+
 def run_tune(
     experiment: ExperimentConfig, storage: Path, tracking_uri: str, resume: bool, verbose: int = 1
-) -> tuple[Any, str | None]:
-    """Fit (or resume) the Tune experiment; returns its ResultGrid and the warm-start
-    module's folder (None without a ``warm_start`` section)."""
+) -> tuple[Any, str | None, dict[str, float]]:
+    """Fit (or resume) the Tune experiment; returns its ResultGrid, the warm-start
+    module's folder (None without a ``warm_start`` section) and the clones' validation
+    scores (empty unless ``warm_start.restarts`` > 1 trained them now)."""
     from ray import tune as ray_tune
 
     from tune.rllib_config import algorithm_config
     from tune.runs import make_tuner, restore_tuner
 
-    warm_start_path = None
+    warm_start_path, clone_scores = None, {}
     if experiment.warm_start is not None:
-        from tune.imitation import warm_start
-
         # Once, before Tune: every trial starts from the same imitation-trained module.
         # On --resume the checkpoints supersede it; reuse it for trials that never saved one.
         folder = storage / "warm_start" / experiment.name
@@ -119,7 +144,7 @@ def run_tune(
         else:
             # With --json, stdout carries only the final object.
             stream = sys.stdout if verbose else sys.stderr
-            warm_start_path, _ = warm_start(
+            warm_start_path, clone_scores = start_from_clone(
                 experiment, folder, log=lambda line: print(line, file=stream, flush=True)
             )
     config = algorithm_config(experiment, warm_start_path=warm_start_path)
@@ -129,7 +154,7 @@ def run_tune(
         tuner = restore_tuner(experiment, config, storage)
     else:
         tuner = make_tuner(experiment, config, storage, tracking_uri, verbose=verbose)
-    return tuner.fit(), warm_start_path
+    return tuner.fit(), warm_start_path, clone_scores
 
 
 def choose_policy(
@@ -259,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     start_ray(tracking_uri)
     started = time.monotonic()
     try:
-        results, warm_start_path = run_tune(
+        results, warm_start_path, clone_scores = run_tune(
             experiment, storage, tracking_uri, args.resume, verbose=0 if args.json else 1
         )
     except ConfigError as error:
@@ -286,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         info = summary(experiment, table)
         if validation:
             info["validation"] = {"chosen": checkpoint, "avg_jct": validation}
+            if clone_scores:
+                info["validation"]["clones"] = clone_scores
         log_evaluation(experiment, tracking_uri, table, best, checkpoint, info)
     from tune.evaluation import statistics_table
 

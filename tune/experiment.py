@@ -342,7 +342,10 @@ class WarmStartSection:
     Trajectories come from ``episodes`` training episodes with seeds ``seeds_from``,
     ``seeds_from + 1``, ...; the next ``heldout_episodes`` seeds are recorded for the
     reported imitation accuracy only. ``epochs`` passes of Adam (``lr``) over minibatches
-    of ``minibatch_size`` agent steps; ``lr_schedule`` "constant" keeps ``lr``, "cosine"
+    of ``minibatch_size`` agent steps; ``restarts`` clones are fitted to the same
+    recordings from seeds ``seed``, ``seed + 1``, ... and the one with the lowest avg JCT
+    on ``evaluation.validation_seeds`` is the start (clones of equal accuracy differ by
+    several percent of JCT); ``lr_schedule`` "constant" keeps ``lr``, "cosine"
     lowers it along a half cosine to 0 by the last step (the fit then settles instead of
     ending wherever the last minibatches left it); ``value_weight`` weighs the critic's
     loss (0: the critic keeps its random start); ``seed`` makes the pretraining
@@ -355,6 +358,7 @@ class WarmStartSection:
     epochs: int = 20
     lr: float = 1.0e-3
     lr_schedule: str = "constant"
+    restarts: int = 1
     minibatch_size: int = 256
     value_weight: float = 0.5
     seeds_from: int = 100_000
@@ -371,7 +375,7 @@ class WarmStartSection:
             make_scheduler(self.heuristic)
         except ValueError as error:
             raise ConfigError(f"warm_start.heuristic: {error}") from None
-        for key in ("episodes", "heldout_episodes", "epochs", "minibatch_size"):
+        for key in ("episodes", "heldout_episodes", "epochs", "minibatch_size", "restarts"):
             _positive_int(f"warm_start.{key}", getattr(self, key))
         _positive_int("warm_start.seeds_from", self.seeds_from, 0)
         _positive_int("warm_start.seed", self.seed, 0)
@@ -456,6 +460,11 @@ class ExperimentConfig:
             raise ConfigError(
                 f"warm_start trains an actor and a critic; algorithm.name={self.algorithm.name!r} "
                 f"has none; allowed: {', '.join(POLICY_GRADIENT)}"
+            )
+        if warm_start.restarts > 1 and not self.evaluation.validation_seeds:
+            raise ConfigError(
+                f"warm_start.restarts={warm_start.restarts} needs evaluation.validation_seeds "
+                "to choose among the clones; set them or use restarts: 1"
             )
         recorded = set(warm_start.training_seeds) | set(warm_start.heldout_seeds)
         overlap = sorted(recorded & set(self.evaluation.seeds))

@@ -352,7 +352,26 @@ def warm_start(
     log: Callable[[str], None] | None = None,
 ) -> tuple[str, ImitationReport]:
     """Record, pretrain and save the warm-start module of ``experiment`` under
-    ``directory``; returns the module's folder (for ``load_state_path``) and the report."""
+    ``directory`` (``warm_start.restarts`` must be 1: see :func:`warm_start_clones`);
+    returns the module's folder (for ``load_state_path``) and the report."""
+    settings = experiment.warm_start
+    if settings is not None and settings.restarts != 1:
+        raise ConfigError(
+            f"warm_start.restarts={settings.restarts}: train the clones with "
+            "warm_start_clones and choose among them (tune.selection.choose_clone)"
+        )
+    [(path, report)] = warm_start_clones(experiment, directory, log)
+    return path, report
+
+
+def warm_start_clones(
+    experiment: ExperimentConfig,
+    directory: str | Path,
+    log: Callable[[str], None] | None = None,
+) -> list[tuple[str, ImitationReport]]:
+    """Record the heuristic once, then fit ``warm_start.restarts`` modules to it (seeds
+    ``seed``, ``seed + 1``, ...), saved in ``directory`` (one clone) or in
+    ``directory/clone-<k>``; returns each clone's folder and report."""
     settings = experiment.warm_start
     if settings is None:
         raise ConfigError("the experiment has no warm_start section")
@@ -372,24 +391,30 @@ def warm_start(
         )
     import torch
 
-    torch.manual_seed(settings.seed)
-    module = build_module(experiment)
-    report = pretrain(
-        module,
-        train,
-        heldout,
-        heuristic=settings.heuristic,
-        epochs=settings.epochs,
-        lr=settings.lr,
-        lr_schedule=settings.lr_schedule,
-        minibatch_size=settings.minibatch_size,
-        value_weight=settings.value_weight,
-        seed=settings.seed,
-        log=log,
-    )
-    path = Path(directory).resolve()
-    path.mkdir(parents=True, exist_ok=True)
-    module.save_to_path(str(path))
-    if log is not None:
-        log(report.summary())
-    return str(path), report
+    clones = []
+    for restart in range(settings.restarts):
+        seed = settings.seed + restart
+        torch.manual_seed(seed)
+        module = build_module(experiment)
+        report = pretrain(
+            module,
+            train,
+            heldout,
+            heuristic=settings.heuristic,
+            epochs=settings.epochs,
+            lr=settings.lr,
+            lr_schedule=settings.lr_schedule,
+            minibatch_size=settings.minibatch_size,
+            value_weight=settings.value_weight,
+            seed=seed,
+            log=log,
+        )
+        path = Path(directory).resolve()
+        if settings.restarts > 1:
+            path = path / f"clone-{restart}"
+        path.mkdir(parents=True, exist_ok=True)
+        module.save_to_path(str(path))
+        if log is not None:
+            log(report.summary())
+        clones.append((str(path), report))
+    return clones

@@ -16,6 +16,9 @@ How to use::
 
     candidates = checkpoint_candidates(checkpoints, ["shared"], warm_start_path)
     chosen, scores = select(experiment, candidates)  # chosen.modules -> evaluation
+
+With ``warm_start.restarts`` > 1, :func:`choose_clone` picks the clone PPO starts from the
+same way, before training.
 """
 
 from __future__ import annotations
@@ -92,6 +95,17 @@ def select(
     }
     best = min(range(len(candidates)), key=lambda i: _finite(scores[candidates[i].label]))
     return candidates[best], scores
+
+
+def choose_clone(experiment: ExperimentConfig, paths: list[str]) -> tuple[str, dict[str, float]]:
+    """The warm-start clone (a saved RLModule folder) with the lowest mean
+    :data:`SELECTION_METRIC` on the validation seeds, and every clone's score by folder."""
+    from tune.rllib_config import module_ids
+
+    ids = module_ids(experiment)
+    candidates = [Candidate(path, path, dict.fromkeys(ids, path)) for path in paths]
+    chosen, scores = select(experiment, candidates)
+    return chosen.path, scores
 
 
 def _finite(value: Any) -> float:

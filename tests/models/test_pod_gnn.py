@@ -121,6 +121,24 @@ def test_bad_settings_are_refused() -> None:
         GNNModelConfig.from_model_config({"hiden": 3})
 
 
+def reference_output(
+    layer: object, x: torch.Tensor, target: torch.Tensor, messages: torch.Tensor, aggregation: str
+) -> torch.Tensor:
+    """The layer's output from per-edge ``messages`` [E, out] reduced edge by edge onto
+    their ``target`` nodes (nodes without edges get 0, then the bias)."""
+    nodes, out = x.shape[0], messages.shape[1]
+    if aggregation == "max":
+        index = target.unsqueeze(-1).expand(-1, out)
+        reduced = torch.zeros(nodes, out).scatter_reduce(
+            0, index, messages, "amax", include_self=False
+        )
+    else:
+        reduced = torch.zeros(nodes, out).index_add_(0, target, messages)
+    if aggregation == "mean":
+        reduced = reduced / torch.bincount(target, minlength=nodes).clamp(min=1).unsqueeze(-1)
+    return torch.relu(layer.combine(torch.cat([x, reduced + layer.bias], dim=-1)))
+
+
 @pytest.mark.parametrize("aggregation", ["mean", "sum", "max"])
 def test_full_filter_equals_the_per_edge_matrix_construction(aggregation: str) -> None:
     """The linear-cost 'full' layer computes NNConv's per-edge Theta(e) h_w: aggregated
@@ -134,14 +152,7 @@ def test_full_filter_equals_the_per_edge_matrix_construction(aggregation: str) -
     edge_attr = torch.rand(7, 3)
     theta = layer.filter(edge_attr).view(-1, 5, 7)  # one in x out matrix per edge
     messages = torch.bmm(x[edge_index[0]].unsqueeze(1), theta).squeeze(1)
-    if aggregation == "max":
-        index = edge_index[1].unsqueeze(-1).expand(-1, 7)
-        reduced = torch.zeros(6, 7).scatter_reduce(0, index, messages, "amax", include_self=False)
-    else:
-        reduced = torch.zeros(6, 7).index_add_(0, edge_index[1], messages)
-    if aggregation == "mean":
-        reduced = reduced / torch.bincount(edge_index[1], minlength=6).clamp(min=1).unsqueeze(-1)
-    expected = torch.relu(layer.combine(torch.cat([x, reduced + layer.bias], dim=-1)))
+    expected = reference_output(layer, x, edge_index[1], messages, aggregation)
     assert torch.allclose(layer(x, edge_index, edge_attr), expected, atol=1e-5)
 
 
@@ -160,14 +171,7 @@ def test_factorized_filter_equals_its_per_edge_messages(aggregation: str) -> Non
     edge_index = torch.tensor([[0, 1, 2, 3, 1, 1, 4], [1, 0, 3, 2, 2, 2, 0]])
     edge_attr = torch.rand(7, 3)
     messages = layer.up(torch.relu(layer.filter(edge_attr)) * layer.down(x[edge_index[0]]))
-    index = edge_index[1].unsqueeze(-1).expand(-1, 7)
-    if aggregation == "max":
-        reduced = torch.zeros(6, 7).scatter_reduce(0, index, messages, "amax", include_self=False)
-    else:
-        reduced = torch.zeros(6, 7).index_add_(0, edge_index[1], messages)
-    if aggregation == "mean":
-        reduced = reduced / torch.bincount(edge_index[1], minlength=6).clamp(min=1).unsqueeze(-1)
-    expected = torch.relu(layer.combine(torch.cat([x, reduced + layer.bias], dim=-1)))
+    expected = reference_output(layer, x, edge_index[1], messages, aggregation)
     assert torch.allclose(layer(x, edge_index, edge_attr), expected, atol=1e-5)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -128,7 +129,8 @@ def test_validation_chooses_among_the_warm_start_and_the_checkpoints(tmp_path: P
         "evaluation.validation_seeds=[300, 301]",
         # Sampled: the tiny untrained policy's argmax may only ever wait (NaN scores).
         "evaluation.greedy=false",
-        "warm_start={heuristic: fifo+packing, episodes: 2, heldout_episodes: 1, epochs: 2}",
+        "warm_start={heuristic: fifo+packing, episodes: 2, heldout_episodes: 1, epochs: 2, "
+        "restarts: 2}",
     ]
     result = run_program(
         "platform/train.py",
@@ -139,6 +141,23 @@ def test_validation_chooses_among_the_warm_start_and_the_checkpoints(tmp_path: P
     payload = last_json(result.stdout)
     validation = payload["summary"]["validation"]
     scores = validation["avg_jct"]
+    # Two clones played the validation seeds before PPO; the chosen one (lowest avg JCT)
+    # was copied to where PPO and --resume start from, and scores the same there.
+    clones = dict(
+        re.findall(r"warm start (clone-\d): validation avg JCT ([\d.]+) h", result.stderr)
+    )
+    assert sorted(clones) == ["clone-0", "clone-1"]
+    [chosen_clone] = re.findall(r"warm start (clone-\d): .* \(chosen\)", result.stderr)
+    assert float(clones[chosen_clone]) == min(map(float, clones.values()))
+    assert scores["warm start"] / 3600 == pytest.approx(float(clones[chosen_clone]), abs=6e-4)
+    assert validation["clones"][chosen_clone] == scores["warm start"]
+    assert sorted(validation["clones"]) == ["clone-0", "clone-1"]
+    clone_dir = tmp_path / "results" / "warm_start" / "tiny-clones" / chosen_clone
+    saved_files = [path for path in clone_dir.rglob("*") if path.is_file()]
+    assert any(path.name == "module_state.pkl" for path in saved_files)
+    for saved in saved_files:
+        copied = tmp_path / "results" / "warm_start" / "tiny" / saved.relative_to(clone_dir)
+        assert copied.read_bytes() == saved.read_bytes()
     # The warm-start module and both kept checkpoints (iterations 1 and 2) competed.
     assert next(iter(scores)) == "warm start"
     assert sorted(label.rsplit("/", 1)[-1] for label in list(scores)[1:]) == [

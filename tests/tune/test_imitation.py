@@ -30,10 +30,11 @@ ENV = {
 MODEL = {"hidden": 8, "inner_layers": 1, "inter_layers": 1, "encoder_hidden": 16, "head_hidden": 16}
 
 
-def tiny_experiment(**warm: object) -> object:
+def tiny_experiment(validation_seeds: list[int] | None = None, **warm: object) -> object:
     """A tiny experiment with a warm_start section (``warm`` overrides its keys)."""
     return config_from_dict(
         {
+            "evaluation": {"validation_seeds": validation_seeds or []},
             "environment": {"name": "pod_scheduling_v0", "config": ENV},
             "model": {"name": "pod_gnn", "config": MODEL},
             "algorithm": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1},
@@ -139,6 +140,28 @@ def test_cosine_schedule_ends_at_zero_and_still_imitates(tmp_path: Path) -> None
     assert constant == [experiment.warm_start.lr] * 2
 
 
+def test_restarts_fit_clones_of_one_recording(tmp_path: Path) -> None:
+    """Clones differ only by their seed: the same recorded steps, different weights; the
+    one-clone entry point refuses a config asking for several."""
+    from tune.imitation import warm_start_clones
+
+    experiment = tiny_experiment(
+        validation_seeds=[300], epochs=1, episodes=2, heldout_episodes=1, restarts=2
+    )
+    clones = warm_start_clones(experiment, tmp_path / "clones")
+    assert [Path(path).name for path, _ in clones] == ["clone-0", "clone-1"]
+    assert clones[0][1].train_steps == clones[1][1].train_steps
+    first, second = build_module(experiment), build_module(experiment)
+    first.restore_from_path(clones[0][0])
+    second.restore_from_path(clones[1][0])
+    assert any(
+        not torch.equal(value, second.state_dict()[key])
+        for key, value in first.state_dict().items()
+    )
+    with pytest.raises(ConfigError, match=r"warm_start.restarts=2: train the clones"):
+        warm_start(experiment, tmp_path / "one")
+
+
 @pytest.mark.integration
 def test_the_saved_module_loads_into_the_algorithm(ray_local, tmp_path: Path) -> None:
     from tune.rllib_config import algorithm_config
@@ -172,6 +195,11 @@ def test_the_saved_module_loads_into_the_algorithm(ray_local, tmp_path: Path) ->
         ({"warm_start": {"heuristic": "fifo+warp"}}, r"warm_start.heuristic: unknown placement"),
         ({"warm_start": {"episodes": 0}}, r"warm_start.episodes must be an integer >= 1, got 0"),
         ({"warm_start": {"lr": 1.5}}, r"warm_start.lr must be in \(0, 1\), got 1.5"),
+        ({"warm_start": {"restarts": 0}}, r"warm_start.restarts must be an integer >= 1, got 0"),
+        (
+            {"warm_start": {"restarts": 2}},
+            r"warm_start.restarts=2 needs evaluation.validation_seeds to choose among the clones",
+        ),
         (
             {"warm_start": {"lr_schedule": "linear"}},
             r"warm_start.lr_schedule='linear'; allowed: constant, cosine",
