@@ -192,10 +192,7 @@ class EdgeConditionedConv(MessagePassing):
         gates = torch.relu(self.filter(edge_attr))
         messages = gates * self.down(x).index_select(0, source)
         summed = messages.new_zeros(num_nodes, messages.shape[1]).index_add(0, target, messages)
-        if self.aggr == "mean":
-            degree = torch.bincount(target, minlength=num_nodes).clamp(min=1)
-            summed = summed / degree.unsqueeze(-1).to(summed.dtype)
-        return self.up(summed)
+        return self.up(self._reduce(summed, target))
 
     def _aggregate_first(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor) -> Tensor:
         """``AGG_w Theta(e_uw) h_w`` for a linear AGG (see the module docstring): [N, out]."""
@@ -208,10 +205,15 @@ class EdgeConditionedConv(MessagePassing):
             weighted = sources * edge_attr[:, feature : feature + 1]
             sums.append(x.new_zeros(num_nodes, self.in_channels).index_add(0, target, weighted))
         summed = torch.cat(sums, dim=-1)
-        if self.aggr == "mean":
-            degree = torch.bincount(target, minlength=num_nodes).clamp(min=1)
-            summed = summed / degree.unsqueeze(-1).to(summed.dtype)
-        return summed @ self._stacked_filter()
+        return self._reduce(summed, target) @ self._stacked_filter()
+
+    def _reduce(self, summed: Tensor, target: Tensor) -> Tensor:
+        """Per-node sums [N, F] of the edges into each node -> this layer's aggregate
+        ("mean" divides by the in-degree, at least 1)."""
+        if self.aggr != "mean":
+            return summed
+        degree = torch.bincount(target, minlength=summed.shape[0]).clamp(min=1)
+        return summed / degree.unsqueeze(-1).to(summed.dtype)
 
     def message(self, x_j: Tensor, edge_attr: Tensor) -> Tensor:
         """Theta(E(u, w)) h_w for every edge."""
