@@ -130,6 +130,16 @@ class PodGNN(nn.Module):
         self.value_head = mlp([state, config.head_hidden, 1])
 
     # ------------------------------------------------------------------ parts
+    def _operator(self, obs: dict[str, Tensor], prefix: str, num_nodes: int) -> Tensor:
+        """The dense aggregation matrix of the graph whose keys start with ``prefix``."""
+        return dense_operator(
+            obs[f"{prefix}edge_index"],
+            obs[f"{prefix}edge_attr"].float(),
+            obs[f"{prefix}edge_mask"],
+            num_nodes,
+            self.config.aggregation,
+        )
+
     def _dense(self, num_nodes: int) -> bool:
         """Whether a graph of ``num_nodes`` nodes convolves densely (see DENSE_MAX_NODES)."""
         return num_nodes <= DENSE_MAX_NODES and supports_dense(
@@ -141,22 +151,16 @@ class PodGNN(nn.Module):
         features = torch.cat([obs["node_features"].float(), obs["node_type"].float()], dim=-1)
         batch, num_nodes, _ = features.shape
         node_valid = (obs["node_mask"] > 0).reshape(-1, 1).float()
-        edge_index, edge_attr = batch_graph(
-            obs["edge_index"], obs["edge_attr"], obs["edge_mask"], num_nodes
-        )
         if self._dense(num_nodes):
-            operator = dense_operator(
-                obs["edge_index"],
-                obs["edge_attr"].float(),
-                obs["edge_mask"],
-                num_nodes,
-                self.config.aggregation,
-            )
+            operator = self._operator(obs, "", num_nodes)
             valid = node_valid.view(batch, num_nodes, 1)
             h = self.node_input(features) * valid
             for layer in self.inner:
                 h = layer.dense_forward(h, operator) * valid
             return h
+        edge_index, edge_attr = batch_graph(
+            obs["edge_index"], obs["edge_attr"], obs["edge_mask"], num_nodes
+        )
         h = self.node_input(features.reshape(batch * num_nodes, -1)) * node_valid
         for layer in self.inner:
             h = layer(h, edge_index, edge_attr) * node_valid
@@ -206,13 +210,7 @@ class PodGNN(nn.Module):
         nodes = self_mask * z0.unsqueeze(1) + (1 - self_mask) * nodes
         layers = [nodes]
         if self._dense(num_inter):
-            operator = dense_operator(
-                obs["inter_edge_index"],
-                obs["inter_edge_attr"].float(),
-                obs["inter_edge_mask"],
-                num_inter,
-                self.config.aggregation,
-            )
+            operator = self._operator(obs, "inter_", num_inter)
             for layer in self.inter:
                 layers.append(layer.dense_forward(layers[-1], operator))
         else:
