@@ -349,7 +349,9 @@ class WarmStartSection:
     lowers it along a half cosine to 0 by the last step (the fit then settles instead of
     ending wherever the last minibatches left it); ``value_weight`` weighs the critic's
     loss (0: the critic keeps its random start); ``seed`` makes the pretraining
-    deterministic.
+    deterministic. ``anchor`` > 0 (PPO only) adds ``anchor * KL(clone || policy)`` to
+    PPO's loss, keeping the fine-tuned policy near the clone it started from
+    (:mod:`tune.anchor`); 0 is plain PPO.
     """
 
     heuristic: str = "fifo+packing"
@@ -361,6 +363,7 @@ class WarmStartSection:
     restarts: int = 1
     minibatch_size: int = 256
     value_weight: float = 0.5
+    anchor: float = 0.0
     seeds_from: int = 100_000
     seed: int = 0
 
@@ -385,8 +388,10 @@ class WarmStartSection:
             raise ConfigError(
                 f"warm_start.lr_schedule={self.lr_schedule!r}; allowed: {', '.join(LR_SCHEDULES)}"
             )
-        if not (isinstance(self.value_weight, int | float) and self.value_weight >= 0):
-            raise ConfigError(f"warm_start.value_weight must be >= 0, got {self.value_weight!r}")
+        for key in ("value_weight", "anchor"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not (isinstance(value, int | float) and value >= 0):
+                raise ConfigError(f"warm_start.{key} must be a number >= 0, got {value!r}")
 
     @property
     def training_seeds(self) -> list[int]:
@@ -460,6 +465,11 @@ class ExperimentConfig:
             raise ConfigError(
                 f"warm_start trains an actor and a critic; algorithm.name={self.algorithm.name!r} "
                 f"has none; allowed: {', '.join(POLICY_GRADIENT)}"
+            )
+        if warm_start.anchor > 0 and self.algorithm.name != "PPO":
+            raise ConfigError(
+                f"warm_start.anchor={warm_start.anchor} adds a term to PPO's loss; "
+                f"algorithm.name={self.algorithm.name!r}; use PPO or anchor: 0"
             )
         if warm_start.restarts > 1 and not self.evaluation.validation_seeds:
             raise ConfigError(

@@ -61,7 +61,9 @@ def algorithm_config(
 
     ``warm_start_path``: an RLModule folder (``save_to_path``, see :mod:`tune.imitation`)
     every module starts from; RLlib loads it into the learner's modules when the algorithm
-    is built and syncs the weights to the env runners.
+    is built and syncs the weights to the env runners. With ``warm_start.anchor`` > 0 it
+    is also the anchor of :class:`tune.anchor.AnchoredPPOTorchLearner` (without a
+    warm-start module there is nothing to anchor to, and PPO's own learner is used).
     """
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -89,6 +91,14 @@ def algorithm_config(
         num_gpus_per_learner=resources.num_gpus_per_learner,
         num_cpus_per_learner=resources.num_cpus_per_learner,
     )
+    warm_start = experiment.warm_start
+    if warm_start is not None and warm_start.anchor > 0 and warm_start_path is not None:
+        from tune.anchor import ANCHOR_COEFF, ANCHOR_PATH, AnchoredPPOTorchLearner
+
+        config = config.learners(
+            learner_class=AnchoredPPOTorchLearner,
+            learner_config_dict={ANCHOR_PATH: warm_start_path, ANCHOR_COEFF: warm_start.anchor},
+        )
     training: dict[str, Any] = {
         "lr": algorithm.lr,
         "gamma": algorithm.gamma,

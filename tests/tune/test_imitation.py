@@ -204,7 +204,10 @@ def test_the_saved_module_loads_into_the_algorithm(ray_local, tmp_path: Path) ->
             {"warm_start": {"lr_schedule": "linear"}},
             r"warm_start.lr_schedule='linear'; allowed: constant, cosine",
         ),
-        ({"warm_start": {"value_weight": -1}}, r"warm_start.value_weight must be >= 0"),
+        (
+            {"warm_start": {"value_weight": -1}},
+            r"warm_start.value_weight must be a number >= 0, got -1",
+        ),
         ({"warm_start": {"epoch": 3}}, r"unknown key\(s\) warm_start.epoch"),
         (
             {"warm_start": {"seeds_from": 998, "episodes": 2, "heldout_episodes": 1}},
