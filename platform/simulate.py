@@ -12,6 +12,9 @@ How to run
         --compare fifo+packing,sjf+tetris,las+lif --interval 1800
     python platform/simulate.py run --topology flat --servers 128 --gpus 8 \
         --trace ../shared/traces/philly.csv --jobs 5000 --policy fifo+packing --json
+    python platform/simulate.py run --topology flat --servers 32 --gpus 8 \
+        --trace ../shared/traces/philly.csv --jobs 10000 --compare fifo+packing,las+packing \
+        --perf ideal --no-backfill
 
 What you get
 ------------
@@ -22,10 +25,12 @@ as a table, or with ``--json`` as one JSON object; ``--draw FILE.png`` also draw
 ``run`` simulates one policy (``--policy ordering+placement``) or several side by side
 (``--compare a,b,...``; ``las`` and ``srtf`` preempt, see ``--no-preemption``,
 ``--min-run``, ``--las-thresholds``, ``--restart-cost``) on a generated workload or a
-real trace and prints their metrics
-as a table (JCT mean/median/p90/p99, makespan, waiting, slowdown, utilization,
-fragmentation, contention...), or with ``--json`` one object
-``{"policies": {name: {metric: value}}}`` (times in seconds). ``--plot FILE.png`` draws the
+real trace, under the ``--perf`` model (``contention``, the default, or ``ideal``: every
+job at its trace duration) and with backfilling (``--no-backfill``: strict order), and
+prints their metrics as a table (JCT mean/median/p90/p99, makespan, waiting, slowdown,
+utilization, fragmentation, contention, GPU-seconds consumed and their inflation over
+the ideal...), or with ``--json`` one object ``{"policies": {name: {metric: value}},
+"perf": ..., "backfill": ...}`` (times in seconds). ``--plot FILE.png`` draws the
 JCT CDF and GPU utilization over time; ``--csv FILE`` writes the table. Progress shows on
 stderr while it runs.
 
@@ -52,7 +57,15 @@ from paper_baselines import UsageError, add_formulation_commands, run_cli, subco
 
 from envs.schedulers import PreemptionSettings, make_scheduler, scheduler_names
 from envs.schedulers.preemption import DEFAULT_LAS_THRESHOLDS_GPU_S, DEFAULT_MIN_RUN_S
-from envs.sim import LINK_SHARING, SimulationResult, Simulator, SimulatorConfig
+from envs.sim import (
+    DEFAULT_PERF,
+    LINK_SHARING,
+    PERF_MODELS,
+    SimulationResult,
+    Simulator,
+    SimulatorConfig,
+    perf_switches,
+)
 from envs.sim.report import format_comparison, json_safe
 from envs.sim.runner import drop_jobs_that_never_fit, simulate
 from envs.topology import TOPOLOGIES, build_cluster, describe_cluster, known_server_names
@@ -365,19 +378,28 @@ def command_run(args: argparse.Namespace) -> int:
     )
     # Build every scheduler first so a typo fails before any simulation starts.
     for name in names:
-        make_scheduler(name, rng=np.random.default_rng(args.seed), preemption=preemption)
+        make_scheduler(
+            name,
+            rng=np.random.default_rng(args.seed),
+            backfill=args.backfill,
+            preemption=preemption,
+        )
     cluster = cluster_from_args(args)
     workload, notes = workload_from_args(args, cluster)
     config = SimulatorConfig(
         interval_s=args.interval,
         link_sharing=args.link_sharing,
         restart_cost_s=args.restart_cost,
+        **perf_switches(args.perf)._asdict(),
     )
     results: list[SimulationResult] = []
     for name in names:
         progress = Progress(name, len(workload))
         scheduler = make_scheduler(
-            name, rng=np.random.default_rng(args.seed), preemption=preemption
+            name,
+            rng=np.random.default_rng(args.seed),
+            backfill=args.backfill,
+            preemption=preemption,
         )
         results.append(simulate(cluster, workload, scheduler, name, config, progress.update))
         progress.close()
@@ -389,12 +411,19 @@ def command_run(args: argparse.Namespace) -> int:
     if args.csv is not None:
         _write_metrics_csv(metrics, args.csv)
     if args.json:
-        payload = {"policies": metrics, "jobs": len(workload), "notes": notes}
+        payload = {
+            "policies": metrics,
+            "jobs": len(workload),
+            "perf": args.perf,
+            "backfill": args.backfill,
+            "notes": notes,
+        }
         print(json.dumps(json_safe(payload)))
     else:
         for note in notes:
             print(note)
-        print(f"{len(workload)} jobs on {cluster!r}")
+        backfill = "on" if args.backfill else "off (strict order)"
+        print(f"{len(workload)} jobs on {cluster!r}; perf {args.perf}, backfill {backfill}")
         print(format_comparison(metrics))
         for target, what in ((args.plot, "plot"), (args.csv, "table")):
             if target is not None:
@@ -419,6 +448,19 @@ def add_link_sharing_argument(parser: argparse._ActionsContainer, default: str) 
         choices=LINK_SHARING,
         help=f"split a link equally by job count (003) or by the jobs' traffic duty cycles "
         f"(000 Fig. 1's partner effect); default {default}",
+    )
+
+
+def add_perf_argument(parser: argparse._ActionsContainer) -> None:
+    """``--perf``: the performance model, ideal or contention (:mod:`envs.sim.perf`)."""
+    parser.add_argument(
+        "--perf",
+        default=DEFAULT_PERF,
+        choices=PERF_MODELS,
+        help="performance model: 'contention' slows jobs by interference on shared servers "
+        "and by shared links (a trace duration is the job's compute time, to which they "
+        "add); 'ideal' runs every job at its trace/catalog duration wherever it is placed, "
+        f"as simulators without a network model do (default {DEFAULT_PERF})",
     )
 
 
@@ -466,7 +508,16 @@ def add_run_command(commands: Any) -> None:
         help="decide only every this many seconds (001: 1800); default: at every arrival "
         "and completion",
     )
+    policy.add_argument(
+        "--backfill",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="backfill: a job that does not fit is skipped and smaller jobs behind it may "
+        "start (default: on); --no-backfill keeps the order strict: the walk stops at the "
+        "first job that does not fit (a strict FIFO)",
+    )
     add_link_sharing_argument(policy, default="equal")
+    add_perf_argument(policy)
     preemption = run.add_argument_group(
         "preemption (las, srtf: a waiting job preempts the running jobs it outranks)"
     )

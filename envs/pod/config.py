@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from envs.sim.perf import DEFAULT_PERF, PerfSwitches, perf_switches
+
 REWARD_KINDS = ("progress", "jct", "contention")
 GRAPH_LEVELS = ("device", "server")
 OTHER_PARTITION_VIEWS = ("summary", "full")
@@ -39,6 +41,10 @@ class PodSchedulingConfig:
     remaining ideal time) to the job demands and the task, and how many rounds the job
     being placed was already sent back to wait -- what ordering and delaying by length
     (SJF, 002's DSIF) read.
+    ``perf``: the performance model, "contention" or "ideal" (:mod:`envs.sim.perf`);
+    ``interference`` / ``communication`` switch either part of the contention model off.
+    Unset (None), they follow ``perf`` (default "contention": both on); set, they must
+    agree with ``perf`` when it is given. :attr:`speed_switches` is what the simulator gets.
     """
 
     topology: str = "fat-tree"
@@ -61,8 +67,9 @@ class PodSchedulingConfig:
     horizon_intervals: int = 400
     others: str = "summary"
     home: str = "uniform"
-    interference: bool = True
-    communication: bool = True
+    perf: str | None = None
+    interference: bool | None = None
+    communication: bool | None = None
     room_features: bool = False
     queue_order: str = "arrival"
     job_times: bool = False
@@ -98,9 +105,10 @@ class PodSchedulingConfig:
             raise ValueError(
                 f"interval_s must be a positive number of seconds, got {self.interval_s}"
             )
-        for name in ("interference", "communication", "room_features", "job_times"):
+        for name in ("room_features", "job_times"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        self._check_perf()
         if not 0.0 <= self.contention_weight <= 1.0:
             raise ValueError(
                 "contention_weight (W1) must lie in [0, 1] (W2 = 1 - W1), "
@@ -110,3 +118,31 @@ class PodSchedulingConfig:
             raise ValueError(
                 f"illegal_action_penalty must be >= 0, got {self.illegal_action_penalty}"
             )
+
+    def _check_perf(self) -> None:
+        """``perf`` is a known model; the explicit switches are booleans agreeing with it."""
+        if self.perf is not None:
+            perf_switches(self.perf)  # ValueError naming the allowed models
+        for name in ("interference", "communication"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, bool):
+                raise ValueError(f"{name} must be true, false or unset, got {value!r}")
+            if self.perf is None or value is None:
+                continue
+            implied = getattr(perf_switches(self.perf), name)
+            if value != implied:
+                raise ValueError(
+                    f"perf={self.perf!r} sets {name}={implied} but {name}={value} was given; "
+                    f"drop one of the two"
+                )
+
+    @property
+    def speed_switches(self) -> PerfSwitches:
+        """The simulator's interference and communication switches this config selects."""
+        implied = perf_switches(self.perf or DEFAULT_PERF)
+        return PerfSwitches(
+            interference=implied.interference if self.interference is None else self.interference,
+            communication=implied.communication
+            if self.communication is None
+            else self.communication,
+        )

@@ -51,7 +51,8 @@ Arguments
 ---------
 :class:`envs.pod.config.PodSchedulingConfig` (``PodSchedulingEnv(config)`` or
 ``envs.make_env("pod_scheduling_v0", **fields)``); defaults: fat-tree k=4, power8 servers,
-a Poisson workload of 40 jobs (15 per interval per scheduler), N=8, forward limit 2.
+a Poisson workload of 40 jobs (15 per interval per scheduler), N=8, forward limit 2, the
+``contention`` performance model (``perf="ideal"``: no interference, no communication).
 ``reset(seed=...)`` draws the workload (as ``simulate.py run`` does with the same seed) and
 the home schedulers; ``reset(options={"workload": Workload})`` runs a given workload.
 
@@ -170,8 +171,7 @@ class PodSchedulingEnv(ParallelEnv):
             SimulatorConfig(
                 interval_s=cfg.interval_s,
                 horizon_s=cfg.horizon_intervals * cfg.interval_s,
-                interference=cfg.interference,
-                communication=cfg.communication,
+                **cfg.speed_switches._asdict(),
             ),
         )
         self.shares = np.zeros((len(workload), num))

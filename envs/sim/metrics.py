@@ -17,6 +17,14 @@ avg_ntat                   normalized turnaround time, JCT / service (run) time 
 execution_effectiveness    mean of T_ideal / (T_wait + T_actual) (002 eq. 2)
 gpu_utilization            busy GPUs / all GPUs, time-weighted over [0, end]
 fragmentation              002 eq. 1 averaged over servers, time-weighted over [0, end]
+gpu_seconds                GPU-seconds consumed: busy GPUs integrated over [0, end], every
+                           job (a GPU counts while its job holds it: running, or restoring
+                           a checkpoint after a resume); the sum of the jobs' gpu_seconds
+ideal_gpu_seconds          GPU-seconds the finished jobs ask for: sum of GPUs (requested
+                           workers and parameter servers) x ideal duration
+gpu_time_inflation         GPU-seconds the finished jobs consumed / ideal_gpu_seconds; 1
+                           when every job ran at its ideal speed (``perf="ideal"``) with no
+                           restart cost, above 1 when contention or restarts cost GPU time
 avg_contention,            per job: time-averaged contention sensitivity CS (000 eq. 1);
 p90_contention             mean and 90th percentile over jobs
 avg_queue_length,          waiting jobs, time-weighted mean and maximum
@@ -47,12 +55,14 @@ JOB_FIELDS = (
     "gpus",
     "contention",
     "preemptions",
+    "gpu_seconds",
 )
 
 
 @dataclass(frozen=True)
 class SimulationResult:
-    """Per-job arrays (``JOB_FIELDS``; NaN finish for unfinished jobs), the timeline arrays
+    """Per-job arrays (``JOB_FIELDS``; NaN finish for unfinished jobs; ``gpu_seconds`` the
+    GPU-seconds the job held GPUs for), the timeline arrays
     (``time``, ``busy_gpus``, ``queue_length``, ``running``, ``fragmentation``,
     ``mean_contention``), the cluster's GPU count, the time the run ended and the number of
     events (arrivals, completions, ticks) processed."""
@@ -78,6 +88,7 @@ class SimulationResult:
             "gpus": (sim.num_workers * sim.worker_gpus + sim.num_ps * sim.ps_gpus).astype(float),
             "contention": contention,
             "preemptions": sim.preemptions.astype(float),
+            "gpu_seconds": sim.attained_gpu_seconds.copy(),
         }
         return SimulationResult(
             policy, jobs, sim.timeline.arrays(), sim.cluster.num_gpus, float(sim.now), sim.events
@@ -128,7 +139,19 @@ class SimulationResult:
                 if len(timeline["queue_length"])
                 else 0,
                 "preemptions": int(jobs["preemptions"].sum()),
+                **self._gpu_time(finished, weights),
             }
+
+    def _gpu_time(self, finished: np.ndarray, weights: np.ndarray) -> dict[str, float]:
+        """``gpu_seconds``, ``ideal_gpu_seconds`` and ``gpu_time_inflation`` (docstring)."""
+        jobs = self.jobs
+        ideal = float((jobs["gpus"] * jobs["ideal_duration"])[finished].sum())
+        consumed_by_finished = float(jobs["gpu_seconds"][finished].sum())
+        return {
+            "gpu_seconds": float((self.timeline["busy_gpus"] * weights).sum()),
+            "ideal_gpu_seconds": ideal,
+            "gpu_time_inflation": consumed_by_finished / ideal if ideal > 0 else float("nan"),
+        }
 
     def to_json(self) -> dict[str, Any]:
         """Metrics and the per-job records as a JSON-able dict (NaN as null)."""

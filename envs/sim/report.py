@@ -18,6 +18,8 @@ TABLE_COLUMNS = (
     ("util", "gpu_utilization", "{:.3f}"),
     ("frag", "fragmentation", "{:.3f}"),
     ("CS", "avg_contention", "{:.2f}"),
+    ("GPU-s", "gpu_seconds", "{:.3g}"),
+    ("GPU-s x", "gpu_time_inflation", "{:.2f}"),
 )
 
 

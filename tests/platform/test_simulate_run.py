@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -82,6 +83,7 @@ def test_trace_run_with_table_plot_and_csv(tmp_path: Path) -> None:
         (["--policy", "las+packing", "--las-thresholds", "1h"], "separated by commas"),
         (["--policy", "srtf+packing", "--min-run", "-1"], "--min-run must be >= 0"),
         (["--policy", "srtf+packing", "--restart-cost", "-5"], "--restart-cost must be >= 0"),
+        (["--policy", "fifo+packing", "--perf", "idael"], "invalid choice: 'idael'"),
     ],
 )
 def test_run_errors_are_one_line_and_exit_2(args: list[str], fragment: str) -> None:
@@ -110,3 +112,48 @@ def test_las_and_srtf_preempt_unless_told_not_to() -> None:
     assert all(metrics["jobs_finished"] == 60 for metrics in preemptive.values())
     calm = json.loads(run(*args, "--no-preemption").stdout)["policies"]
     assert all(metrics["preemptions"] == 0 for metrics in calm.values())
+
+
+def philly_sample_gpu_seconds() -> float:
+    """The sample's GPU-seconds by its own gpu_time column (num_gpus x duration)."""
+    with (TRACES / "philly_sample_200.csv").open() as handle:
+        return sum(float(row["gpu_time"]) for row in csv.DictReader(handle))
+
+
+TRACE_RUN = [
+    *("--topology", "flat", "--servers", "16", "--gpus", "8"),
+    *("--trace", str(TRACES / "philly_sample_200.csv"), "--json"),
+]
+
+
+def test_ideal_strict_run_records_its_settings_and_conserves_gpu_time() -> None:
+    result = run(*TRACE_RUN, "--compare", "fifo+packing,las+packing", "--perf", "ideal")
+    assert result.returncode == 0, result.stderr
+    strict = run(
+        *TRACE_RUN, "--compare", "fifo+packing,las+packing", "--perf", "ideal", "--no-backfill"
+    )
+    assert strict.returncode == 0, strict.stderr
+    expected = philly_sample_gpu_seconds()  # 4,705,260 GPU-seconds
+    for output, backfill in ((result.stdout, True), (strict.stdout, False)):
+        payload = json.loads(output)
+        assert (payload["perf"], payload["backfill"], payload["jobs"]) == ("ideal", backfill, 200)
+        for metrics in payload["policies"].values():
+            assert metrics["jobs_finished"] == 200
+            assert metrics["gpu_seconds"] == pytest.approx(expected, rel=1e-9)
+            assert metrics["ideal_gpu_seconds"] == pytest.approx(expected, rel=1e-9)
+            assert metrics["gpu_time_inflation"] == pytest.approx(1.0, rel=1e-9)
+    # Strict FIFO lets no job overtake a waiting one: it must differ from backfilling.
+    fifo = json.loads(result.stdout)["policies"]["fifo+packing"]
+    assert json.loads(strict.stdout)["policies"]["fifo+packing"] != fifo
+
+
+def test_defaults_are_contention_and_backfill_in_json_help_and_table() -> None:
+    payload = json.loads(run(*TRACE_RUN, "--policy", "fifo+packing").stdout)
+    assert (payload["perf"], payload["backfill"]) == ("contention", True)
+    assert payload["policies"]["fifo+packing"]["gpu_time_inflation"] >= 1.0
+    table = run(*TRACE_RUN[:-1], "--policy", "fifo+packing", "--no-backfill").stdout
+    assert "perf contention, backfill off (strict order)" in table
+    assert "GPU-s x" in table
+    usage = " ".join(run("--help").stdout.split())
+    assert "--backfill, --no-backfill" in usage and "(default: on)" in usage
+    assert "--perf {ideal,contention}" in usage and "(default contention)" in usage

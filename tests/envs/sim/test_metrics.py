@@ -45,6 +45,11 @@ def test_metrics_by_hand(result: SimulationResult) -> None:
     assert metrics["fragmentation"] == pytest.approx(0.75)
     assert metrics["avg_contention"] == 1.0
     assert metrics["preemptions"] == 0
+    # One GPU busy for 320 s; each job asks 1 GPU x 160 s and took exactly that.
+    assert metrics["gpu_seconds"] == pytest.approx(320.0)
+    assert metrics["ideal_gpu_seconds"] == pytest.approx(320.0)
+    assert metrics["gpu_time_inflation"] == pytest.approx(1.0)
+    np.testing.assert_allclose(result.jobs["gpu_seconds"], [160.0, 160.0])
 
 
 def test_exports(result: SimulationResult, tmp_path) -> None:
@@ -72,5 +77,9 @@ def test_unfinished_jobs_are_null_in_json(make_workload) -> None:
     assert payload["metrics"]["avg_jct"] == pytest.approx(10.0)
     assert payload["metrics"]["p90_jct"] == pytest.approx(10.0)
     assert payload["metrics"]["jobs_finished"] == 0
+    # 10 s on one GPU consumed; no job finished, so no ideal to compare with.
+    assert payload["metrics"]["gpu_seconds"] == pytest.approx(10.0)
+    assert payload["metrics"]["ideal_gpu_seconds"] == 0.0
+    assert payload["metrics"]["gpu_time_inflation"] is None
     assert payload["metrics"]["avg_wait"] is None  # finished jobs only
     assert np.isnan(SimulationResult.from_simulator(sim, "cut").metrics()["makespan"])
