@@ -31,8 +31,12 @@ prints their metrics as a table (JCT mean/median/p90/p99, makespan, waiting, slo
 utilization, fragmentation, contention, GPU-seconds consumed and their inflation over
 the ideal...), or with ``--json`` one object ``{"policies": {name: {metric: value}},
 "perf": ..., "backfill": ...}`` (times in seconds). ``--plot FILE.png`` draws the
-JCT CDF and GPU utilization over time; ``--csv FILE`` writes the table. Progress shows on
-stderr while it runs.
+JCT CDF and GPU utilization over time; ``--csv FILE`` writes the table; ``--jobs-csv
+FILE`` writes one row per job and policy (arrival, first start, finish -- empty if
+unfinished --, GPUs, servers spanned, preemptions, GPU-seconds consumed and ideal). Progress
+shows on stderr while it runs. An output path that cannot be written (missing folder, no
+permission) is refused before any simulation; the results are printed before the files
+are written, so a write that still fails loses no run (exit status 1).
 
 ``deeprm``, ``cush``, ``sced2``, ``contention`` and ``rltaps`` run the single-agent
 formulations' baselines, exactly as ``platform/paper_baselines.py`` does (see its ``--help``)::
@@ -47,6 +51,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -66,6 +71,7 @@ from envs.sim import (
     SimulatorConfig,
     perf_switches,
 )
+from envs.sim.metrics import write_per_job_csv
 from envs.sim.report import format_comparison, json_safe
 from envs.sim.runner import drop_jobs_that_never_fit, simulate
 from envs.topology import TOPOLOGIES, build_cluster, describe_cluster, known_server_names
@@ -371,6 +377,8 @@ def command_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--restart-cost must be >= 0 seconds, got {args.restart_cost}")
     if not args.min_run >= 0:
         raise UsageError(f"--min-run must be >= 0 seconds, got {args.min_run}")
+    for option, path in (("--plot", args.plot), ("--csv", args.csv), ("--jobs-csv", args.jobs_csv)):
+        _check_output_path(option, path)
     preemption = PreemptionSettings(
         enabled=not args.no_preemption,
         min_run_s=args.min_run,
@@ -404,12 +412,7 @@ def command_run(args: argparse.Namespace) -> int:
         results.append(simulate(cluster, workload, scheduler, name, config, progress.update))
         progress.close()
     metrics = {result.policy: result.metrics() for result in results}
-    if args.plot is not None:
-        from result_plots import plot_results  # matplotlib only when asked for
-
-        plot_results(results, args.plot)
-    if args.csv is not None:
-        _write_metrics_csv(metrics, args.csv)
+    # Results first, files after: a file that cannot be written loses no finished run.
     if args.json:
         payload = {
             "policies": metrics,
@@ -418,17 +421,57 @@ def command_run(args: argparse.Namespace) -> int:
             "backfill": args.backfill,
             "notes": notes,
         }
-        print(json.dumps(json_safe(payload)))
+        print(json.dumps(json_safe(payload)), flush=True)
     else:
         for note in notes:
             print(note)
         backfill = "on" if args.backfill else "off (strict order)"
         print(f"{len(workload)} jobs on {cluster!r}; perf {args.perf}, backfill {backfill}")
-        print(format_comparison(metrics))
-        for target, what in ((args.plot, "plot"), (args.csv, "table")):
-            if target is not None:
-                print(f"{what} written to {target}")
-    return 0
+        print(format_comparison(metrics), flush=True)
+    return _write_outputs(args, results, metrics)
+
+
+def _write_outputs(
+    args: argparse.Namespace, results: list[SimulationResult], metrics: dict[str, dict[str, Any]]
+) -> int:
+    """Write the files asked for; 1 (after trying every one) if one could not be written."""
+
+    def plot(path: Path) -> None:
+        from result_plots import plot_results  # matplotlib only when asked for
+
+        plot_results(results, path)
+
+    writers = (
+        (args.plot, "plot", plot),
+        (args.csv, "table", lambda path: _write_metrics_csv(metrics, path)),
+        (args.jobs_csv, "per-job table", lambda path: write_per_job_csv(results, path)),
+    )
+    status = 0
+    for target, what, write in writers:
+        if target is None:
+            continue
+        try:
+            write(target)
+        except OSError as error:
+            print(f"simulate.py: error: {what} not written: {error}", file=sys.stderr)
+            status = 1
+            continue
+        if not args.json:
+            print(f"{what} written to {target}")
+    return status
+
+
+def _check_output_path(option: str, path: Path | None) -> None:
+    """UsageError unless ``path`` names a file that can be written (before any simulation)."""
+    if path is None:
+        return
+    folder = path.parent
+    if path.is_dir():
+        raise UsageError(f"{option} {path}: is a folder; give a file name")
+    if not folder.is_dir():
+        raise UsageError(f"{option} {path}: folder {folder} does not exist; create it first")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"{option} {path}: not writable (permission denied)")
 
 
 def _write_metrics_csv(metrics: dict[str, dict[str, Any]], path: Path) -> None:
@@ -551,6 +594,16 @@ def add_run_command(commands: Any) -> None:
     output.add_argument("--json", action="store_true", help="print one JSON object")
     output.add_argument("--plot", type=Path, metavar="FILE.png", help="JCT CDF and utilization")
     output.add_argument("--csv", type=Path, metavar="FILE.csv", help="write the metrics table")
+    output.add_argument(
+        "--jobs-csv",
+        type=Path,
+        metavar="FILE.csv",
+        help="write one row per job and policy (one file; the policy column tells runs "
+        "apart): policy, job (index), job_id (trace/generator position), arrival, "
+        "first_start (empty if it never started), finish (empty if unfinished when the run "
+        "ended), gpus, servers (the most servers one of its placements spanned), "
+        "preemptions, gpu_seconds (consumed), ideal_gpu_seconds (GPUs x ideal duration)",
+    )
     run.set_defaults(handler=command_run)
 
 

@@ -123,6 +123,8 @@ class Simulator:
     ``work_done[J]`` (mini-batches), ``rate[J]`` (mini-batches/s, running jobs),
     ``contention[J]`` (CS of running jobs), ``attained_gpu_seconds[J]``, ``first_start[J]``,
     ``finish_time[J]``, ``run_time[J]``, ``preemptions[J]``, ``ideal_duration[J]``,
+    ``servers_spanned[J]`` (the most servers any one placement of the job spanned; 0 if it
+    never ran),
     ``free_gpus[G]`` per GPU group, ``free_cores[C]`` per socket, ``gpu_job[U]`` (-1 free),
     ``link_jobs[L]``, ``link_load[L]`` (sum of the crossing jobs' sharing weights: their
     duty cycles under ``traffic`` sharing, 1 each under ``equal``); per job demands
@@ -179,6 +181,7 @@ class Simulator:
         self.first_start = np.full(num_jobs, np.nan)
         self.finish_time = np.full(num_jobs, np.nan)
         self.preemptions = np.zeros(num_jobs, dtype=np.int64)
+        self.servers_spanned = np.zeros(num_jobs, dtype=np.int64)
         self.running_workers = np.zeros(num_jobs, dtype=np.int64)
         self.running_gpus = np.zeros(num_jobs, dtype=np.int64)
 
@@ -536,6 +539,8 @@ class Simulator:
         record.pairs = self._pair_rows(job, record)
         record.links = _distinct(record.pairs.link)
         record.servers = _distinct(record.tasks.server)
+        # The widest placement: a resume spread over more servers than the first start shows.
+        self.servers_spanned[job] = max(int(self.servers_spanned[job]), len(record.servers))
         if self.config.link_sharing == "traffic":
             self._link_weight[job] = self._duty_cycle(job, record.pairs)
         self._apply_load(job, record, +1)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,13 +57,30 @@ JOB_FIELDS = (
     "contention",
     "preemptions",
     "gpu_seconds",
+    "servers",
+)
+
+# The columns of :func:`write_per_job_csv`, one row per job and policy.
+JOBS_CSV_COLUMNS = (
+    "policy",
+    "job",
+    "job_id",
+    "arrival",
+    "first_start",
+    "finish",
+    "gpus",
+    "servers",
+    "preemptions",
+    "gpu_seconds",
+    "ideal_gpu_seconds",
 )
 
 
 @dataclass(frozen=True)
 class SimulationResult:
     """Per-job arrays (``JOB_FIELDS``; NaN finish for unfinished jobs; ``gpu_seconds`` the
-    GPU-seconds the job held GPUs for), the timeline arrays
+    GPU-seconds the job held GPUs for; ``servers`` the most servers one of its placements
+    spanned; plus ``job_id``, the workload's provenance ids), the timeline arrays
     (``time``, ``busy_gpus``, ``queue_length``, ``running``, ``fragmentation``,
     ``mean_contention``), the cluster's GPU count, the time the run ended and the number of
     events (arrivals, completions, ticks) processed."""
@@ -89,6 +107,8 @@ class SimulationResult:
             "contention": contention,
             "preemptions": sim.preemptions.astype(float),
             "gpu_seconds": sim.attained_gpu_seconds.copy(),
+            "servers": sim.servers_spanned.astype(float),
+            "job_id": sim.workload.job_id.copy(),
         }
         return SimulationResult(
             policy, jobs, sim.timeline.arrays(), sim.cluster.num_gpus, float(sim.now), sim.events
@@ -177,6 +197,46 @@ class SimulationResult:
                         job,
                         *(_csv_value(self.jobs[name][job]) for name in JOB_FIELDS),
                         _csv_value(jct[job]),
+                    ]
+                )
+
+
+def write_per_job_csv(results: Sequence[SimulationResult], path: Path | str) -> None:
+    """Write one row per job and policy of ``results`` to ``path`` (:data:`JOBS_CSV_COLUMNS`).
+
+    Columns: ``policy`` (the result's name, telling apart the runs of one file), ``job``
+    (the job's index in the simulated workload), ``job_id`` (its id in the workload: the
+    position in the generator or trace file), ``arrival``, ``first_start`` (empty if it
+    never started), ``finish`` (empty if unfinished when the run ended), ``gpus``
+    (requested, workers and parameter servers), ``servers`` (the most servers one of its
+    placements spanned, a resume included; 0 if it never ran), ``preemptions``,
+    ``gpu_seconds`` (GPU-seconds it held GPUs for, so far if unfinished) and
+    ``ideal_gpu_seconds`` (GPUs x ideal duration). Times in seconds; the file is written
+    whole, so a spreadsheet can sum ``gpu_seconds`` per policy into the ``gpu_seconds``
+    metric.
+    """
+    with Path(path).open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(JOBS_CSV_COLUMNS)
+        for result in results:
+            jobs = result.jobs
+            ideal_gpu_seconds = jobs["gpus"] * jobs["ideal_duration"]
+            counts = {name: jobs[name].astype(np.int64) for name in ("gpus", "servers")}
+            preemptions = jobs["preemptions"].astype(np.int64)
+            for job in range(len(jobs["arrival"])):
+                writer.writerow(
+                    [
+                        result.policy,
+                        job,
+                        int(jobs["job_id"][job]),
+                        _csv_value(jobs["arrival"][job]),
+                        _csv_value(jobs["first_start"][job]),
+                        _csv_value(jobs["finish"][job]),
+                        int(counts["gpus"][job]),
+                        int(counts["servers"][job]),
+                        int(preemptions[job]),
+                        _csv_value(jobs["gpu_seconds"][job]),
+                        _csv_value(ideal_gpu_seconds[job]),
                     ]
                 )
 

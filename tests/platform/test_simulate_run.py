@@ -84,6 +84,7 @@ def test_trace_run_with_table_plot_and_csv(tmp_path: Path) -> None:
         (["--policy", "srtf+packing", "--min-run", "-1"], "--min-run must be >= 0"),
         (["--policy", "srtf+packing", "--restart-cost", "-5"], "--restart-cost must be >= 0"),
         (["--policy", "fifo+packing", "--perf", "idael"], "invalid choice: 'idael'"),
+        (["--policy", "fifo+packing", "--jobs-csv", "tests"], "--jobs-csv tests: is a folder"),
     ],
 )
 def test_run_errors_are_one_line_and_exit_2(args: list[str], fragment: str) -> None:
@@ -157,3 +158,76 @@ def test_defaults_are_contention_and_backfill_in_json_help_and_table() -> None:
     usage = " ".join(run("--help").stdout.split())
     assert "--backfill, --no-backfill" in usage and "(default: on)" in usage
     assert "--perf {ideal,contention}" in usage and "(default contention)" in usage
+
+
+def test_jobs_csv_rows_match_the_trace_and_the_metrics(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.csv"
+    policies = ("fifo+packing", "las+packing")
+    # 80 jobs on 32 GPUs: they queue, so LAS preempts.
+    result = run(
+        *("--topology", "flat", "--servers", "4", "--gpus", "8", "--json"),
+        *("--trace", str(TRACES / "philly_sample_200.csv")),
+        *("--jobs", "80", "--compare", ",".join(policies), "--perf", "ideal"),
+        *("--min-run", "0", "--las-thresholds", "600", "--jobs-csv", str(path)),
+    )
+    assert result.returncode == 0, result.stderr
+    metrics = json.loads(result.stdout)["policies"]
+    with path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == [
+        *("policy", "job", "job_id", "arrival", "first_start", "finish", "gpus", "servers"),
+        *("preemptions", "gpu_seconds", "ideal_gpu_seconds"),
+    ]
+    with (TRACES / "philly_sample_200.csv").open() as handle:
+        trace = list(csv.DictReader(handle))
+    assert [row["policy"] for row in rows] == [name for name in policies for _ in range(80)]
+    for name in policies:
+        own = [row for row in rows if row["policy"] == name]
+        assert [int(row["job"]) for row in own] == list(range(80))
+        # job_id is the trace row: GPUs and ideal GPU-seconds are the trace's own.
+        for row in own:
+            source = trace[int(row["job_id"])]
+            assert int(row["gpus"]) == int(source["num_gpus"])
+            assert float(row["ideal_gpu_seconds"]) == pytest.approx(float(source["gpu_time"]))
+            assert int(row["servers"]) >= 1 and row["finish"] != ""
+        column_sum = sum(float(row["gpu_seconds"]) for row in own)
+        assert column_sum == pytest.approx(metrics[name]["gpu_seconds"], rel=1e-9)
+        ideal_sum = sum(float(row["ideal_gpu_seconds"]) for row in own)
+        assert ideal_sum == pytest.approx(metrics[name]["ideal_gpu_seconds"], rel=1e-9)
+        assert sum(int(row["preemptions"]) for row in own) == metrics[name]["preemptions"]
+    assert metrics["las+packing"]["preemptions"] > 0
+
+
+def test_jobs_csv_into_a_missing_folder_fails_before_anything_runs(tmp_path: Path) -> None:
+    target = tmp_path / "no" / "such" / "jobs.csv"
+    # The trace does not exist either: the output path is refused before it is read.
+    result = run(
+        *("--topology", "flat", "--servers", "2", "--gpus", "2", "--policy", "fifo+packing"),
+        *("--trace", str(tmp_path / "missing.csv"), "--jobs-csv", str(target)),
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert f"--jobs-csv {target}: folder {target.parent} does not exist" in result.stderr
+    assert not (tmp_path / "no").exists()
+
+
+def test_jobs_csv_help_says_what_unfinished_jobs_get() -> None:
+    usage = " ".join(run("--help").stdout.split())
+    assert "--jobs-csv FILE.csv" in usage
+    assert "finish (empty if unfinished when the run ended)" in usage
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+def test_a_write_that_fails_after_the_run_loses_no_result(tmp_path: Path) -> None:
+    # /dev/full passes the checks (an existing, writable file) but every write fails.
+    table = tmp_path / "metrics.csv"
+    result = run(
+        *TRACE_RUN,
+        *("--jobs", "20", "--policy", "fifo+packing"),
+        *("--jobs-csv", "/dev/full", "--csv", str(table)),
+    )
+    assert result.returncode == 1
+    assert json.loads(result.stdout)["policies"]["fifo+packing"]["jobs_finished"] == 20
+    assert result.stderr.count("\n") == 1 and "per-job table not written" in result.stderr
+    assert table.read_text().startswith("policy,")  # the other outputs are still written
