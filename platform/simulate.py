@@ -384,14 +384,19 @@ def command_run(args: argparse.Namespace) -> int:
         min_run_s=args.min_run,
         las_thresholds_gpu_s=args.las_thresholds,
     )
-    # Build every scheduler first so a typo fails before any simulation starts.
-    for name in names:
-        make_scheduler(
+
+    def scheduler_for(name: str) -> Any:
+        # A fresh scheduler (and random stream) per run, every run with the same settings.
+        return make_scheduler(
             name,
             rng=np.random.default_rng(args.seed),
             backfill=args.backfill,
             preemption=preemption,
         )
+
+    # Build every scheduler first so a typo fails before any simulation starts.
+    for name in names:
+        scheduler_for(name)
     cluster = cluster_from_args(args)
     workload, notes = workload_from_args(args, cluster)
     config = SimulatorConfig(
@@ -403,13 +408,9 @@ def command_run(args: argparse.Namespace) -> int:
     results: list[SimulationResult] = []
     for name in names:
         progress = Progress(name, len(workload))
-        scheduler = make_scheduler(
-            name,
-            rng=np.random.default_rng(args.seed),
-            backfill=args.backfill,
-            preemption=preemption,
+        results.append(
+            simulate(cluster, workload, scheduler_for(name), name, config, progress.update)
         )
-        results.append(simulate(cluster, workload, scheduler, name, config, progress.update))
         progress.close()
     metrics = {result.policy: result.metrics() for result in results}
     # Results first, files after: a file that cannot be written loses no finished run.

@@ -221,8 +221,9 @@ def write_per_job_csv(results: Sequence[SimulationResult], path: Path | str) -> 
         for result in results:
             jobs = result.jobs
             ideal_gpu_seconds = jobs["gpus"] * jobs["ideal_duration"]
-            counts = {name: jobs[name].astype(np.int64) for name in ("gpus", "servers")}
-            preemptions = jobs["preemptions"].astype(np.int64)
+            counts = {
+                name: jobs[name].astype(np.int64) for name in ("gpus", "servers", "preemptions")
+            }
             for job in range(len(jobs["arrival"])):
                 writer.writerow(
                     [
@@ -234,7 +235,7 @@ def write_per_job_csv(results: Sequence[SimulationResult], path: Path | str) -> 
                         _csv_value(jobs["finish"][job]),
                         int(counts["gpus"][job]),
                         int(counts["servers"][job]),
-                        int(preemptions[job]),
+                        int(counts["preemptions"][job]),
                         _csv_value(jobs["gpu_seconds"][job]),
                         _csv_value(ideal_gpu_seconds[job]),
                     ]
