@@ -1,15 +1,17 @@
 """The pipeline every trace reader shares: options, report, filters, models, Workload.
 
-A reader parses rows into a :class:`TraceJobs` collector and calls :func:`finish_trace`,
-which drops jobs the simulator cannot run, applies the :class:`TraceOptions` filters,
-orders and re-times arrivals, draws models and builds the :class:`Workload` plus its
-:class:`TraceReport`. The steps and their order are documented in ``envs.workload.traces``.
+A reader parses rows into a :class:`TraceJobs` collector (through :func:`collect_rows`,
+which stops parsing once ``max_jobs`` or ``end_s`` is provably reached, see
+:class:`EarlyStop`) and calls :func:`finish_trace`, which drops jobs the simulator cannot
+run, applies the :class:`TraceOptions` filters, orders and re-times arrivals, draws models
+and builds the :class:`Workload` plus its :class:`TraceReport`. The steps and their order
+are documented in ``envs.workload.traces``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -20,6 +22,13 @@ from envs.workload.catalog import DEFAULT_CATALOG, get_catalog
 from envs.workload.csvrows import ErrorLog
 from envs.workload.jobs import BASE_RESOURCES, Workload
 from envs.workload.parsing import FieldError, TraceFormatError
+
+#: A reader's row parser: (0-based data-row index, 1-based line, fields) -> None. It parses
+#: the row and adds it to its :class:`TraceJobs`, or hands a malformed row to its ErrorLog.
+RowParser = Callable[[int, int, list[str]], None]
+#: A reader's arrival parser: fields -> arrival seconds; raises FieldError (or any
+#: ValueError/IndexError) when the row's arrival cannot be read.
+ArrivalParser = Callable[[list[str]], float]
 
 
 @dataclass(frozen=True)
@@ -101,7 +110,15 @@ class TraceOptions:
 
 @dataclass(frozen=True)
 class TraceReport:
-    """What reading a trace did: rows read, bad rows skipped, jobs filtered out, jobs kept."""
+    """What reading a trace did: rows read, bad rows skipped, jobs filtered out, jobs kept.
+
+    ``rows`` counts every data row of the file(s). ``skimmed`` counts the rows after an
+    early stop (see :class:`EarlyStop`) whose arrival alone showed they cannot be selected:
+    only their time field was parsed, so ``skipped``/``errors`` and ``filtered`` describe
+    the other ``rows - skimmed`` rows (a malformed field in a skimmed row is neither raised
+    nor counted), and jobs that ``max_jobs`` or the window would drop among the skimmed
+    rows are not in ``filtered`` either. ``skimmed`` is 0 for a full read.
+    """
 
     path: str
     format: str
@@ -110,6 +127,7 @@ class TraceReport:
     errors: tuple[TraceFormatError, ...]
     filtered: Mapping[str, int] = field(default_factory=dict)
     jobs: int = 0
+    skimmed: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "filtered", MappingProxyType(dict(self.filtered)))
@@ -122,10 +140,15 @@ class TraceReport:
     def summary(self) -> str:
         """One line for a CLI."""
         reasons = ", ".join(f"{reason} {count}" for reason, count in self.filtered.items())
+        skimmed = (
+            f", {self.skimmed} rows past the last selectable arrival read for their time only"
+            if self.skimmed
+            else ""
+        )
         return (
             f"{self.path} ({self.format}): {self.rows} rows, {self.skipped} bad rows skipped, "
             f"{self.filtered_total} jobs filtered out{f' ({reasons})' if reasons else ''}, "
-            f"{self.jobs} jobs kept"
+            f"{self.jobs} jobs kept{skimmed}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -138,6 +161,7 @@ class TraceReport:
             "errors": [str(error) for error in self.errors],
             "filtered": dict(self.filtered),
             "jobs": self.jobs,
+            "skimmed": self.skimmed,
         }
 
 
@@ -151,10 +175,125 @@ def split_gpus(gpus: float, text: str, field_name: str) -> tuple[int, float]:
     return int(gpus), 1.0
 
 
-class TraceJobs:
-    """Parsed trace jobs as growing columns (one append per row), plus name tables."""
+class EarlyStop:
+    """Whether a reader has parsed enough rows of a trace sorted by arrival.
 
-    def __init__(self) -> None:
+    The selection of :func:`finish_trace` (filters, stable sort by arrival, window, first
+    ``max_jobs``) depends on rows after the ones read so far only through rows that pass
+    the filters and arrive early enough. While every row parsed so far arrives no earlier
+    than the one before it, this watches the selectable rows (those the filters of steps
+    2-3 keep) and reports :attr:`reached` once
+
+    * ``max_jobs`` (> 0) selectable rows lie in the window: a later row changes the
+      selection only if it arrives strictly before the last of them (equal arrivals sort
+      after it, the sort being stable), or
+    * a parsed row arrives ``end_s`` (> 0) or more after the first selectable arrival:
+      a later row changes the selection only if it arrives before that end,
+
+    and every name of ``vcs`` and ``states`` has been seen (today an unknown name is an
+    error, so a name first seen later must still be found). :meth:`beyond` then tells,
+    from a later row's arrival alone, that it cannot change the selection;
+    :func:`collect_rows` parses rows in full again from the first one that could. So the
+    jobs, their order and the model draws are those of a full read, whatever the file's
+    order: an unsorted file is simply read in full. One row arriving before the one
+    parsed before it turns the watch off for good.
+    """
+
+    def __init__(self, options: TraceOptions) -> None:
+        self.max_jobs = options.max_jobs if options.max_jobs else None
+        self.end_s = options.end_s if options.end_s is not None and options.end_s > 0 else None
+        self.start_s = options.start_s
+        self.window_end = options.end_s  # the window itself, whatever its sign
+        self.gpu_jobs_only = options.gpu_jobs_only
+        self.vcs = None if options.vcs is None else frozenset(options.vcs)
+        self.states = None if options.states is None else frozenset(options.states)
+        self.missing = {("vc", name) for name in options.vcs or ()} | {
+            ("state", name) for name in options.states or ()
+        }
+        self.sorted = True
+        self.previous = -math.inf
+        self.origin: float | None = None  # first selectable arrival
+        self.in_window = 0
+        self.full_at: float | None = None  # arrival of the max_jobs-th job in the window
+        self.ended = False  # a row arrived end_s or more after the origin
+
+    @classmethod
+    def for_options(cls, options: TraceOptions) -> EarlyStop | None:
+        """An EarlyStop when ``options`` can end a read early (``max_jobs`` or ``end_s`` > 0)."""
+        if options.max_jobs or (options.end_s is not None and options.end_s > 0):
+            return cls(options)
+        return None
+
+    @property
+    def reached(self) -> bool:
+        """True when no later row arriving :meth:`beyond` the cut can change the selection."""
+        return self.sorted and not self.missing and (self.full_at is not None or self.ended)
+
+    def beyond(self, arrival: float) -> bool:
+        """True when a row after the cut arriving at ``arrival`` cannot be selected."""
+        # NaN (an unreadable arrival) compares False: such a row is parsed in full.
+        if self.full_at is not None and arrival >= self.full_at:
+            return True
+        return (
+            self.ended
+            and self.origin is not None
+            and self.end_s is not None
+            and arrival - self.origin >= self.end_s
+        )
+
+    def observe(
+        self,
+        arrival: float,
+        duration: float,
+        total_gpus: float,
+        vc: str | None,
+        state: str | None,
+    ) -> None:
+        """Account for one parsed row (in file order)."""
+        if arrival < self.previous or math.isnan(arrival):
+            self.sorted = False
+            return
+        self.previous = arrival
+        if self.missing:
+            self.missing.discard(("vc", vc))
+            self.missing.discard(("state", state))
+        # Same arithmetic as the window of _select_jobs, so the cut agrees with it.
+        if (
+            self.origin is not None
+            and self.end_s is not None
+            and arrival - self.origin >= self.end_s
+        ):
+            self.ended = True
+        # The filters of _select_jobs, row by row (same order of tests, same arithmetic).
+        if math.isnan(duration) or duration <= 0:
+            return
+        if self.gpu_jobs_only and total_gpus <= 0:
+            return
+        if self.states is not None and state not in self.states:
+            return
+        if self.vcs is not None and vc not in self.vcs:
+            return
+        if self.origin is None:
+            self.origin = arrival
+        since_start = arrival - self.origin
+        if self.start_s is not None and not since_start >= self.start_s:
+            return
+        if self.window_end is not None and not since_start < self.window_end:
+            return
+        self.in_window += 1
+        if self.max_jobs is not None and self.in_window == self.max_jobs:
+            self.full_at = arrival
+
+
+class TraceJobs:
+    """Parsed trace jobs as growing columns (one append per row), plus name tables.
+
+    With ``stop`` (see :class:`EarlyStop`), every added row is also shown to it, so a
+    reader can tell when it may stop parsing.
+    """
+
+    def __init__(self, stop: EarlyStop | None = None) -> None:
+        self.stop = stop
         self.arrival: list[float] = []
         self.duration: list[float] = []
         self.workers: list[int] = []
@@ -205,6 +344,17 @@ class TraceJobs:
         self.user.append(self._code(self.users, user))
         self.vc.append(self._code(self.vcs, vc))
         self.state.append(self._code(self.states, state))
+        if self.stop is not None:
+            self.stop.observe(
+                arrival, duration, workers * worker_gpus + ps * ps_gpus, vc or None, state or None
+            )
+            if not self.stop.sorted:
+                self.stop = None  # an unsorted file is read in full; stop watching
+
+    @property
+    def enough(self) -> bool:
+        """True when the rows added so far decide the selection (see :class:`EarlyStop`)."""
+        return self.stop is not None and self.stop.reached
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The columns as numpy arrays (integer codes and counts as int64)."""
@@ -215,6 +365,50 @@ class TraceJobs:
             {label: np.asarray(getattr(self, label), dtype=np.float64) for label in floating}
         )
         return arrays
+
+
+def collect_rows(
+    rows: Iterable[tuple[int, list[str]]],
+    jobs: TraceJobs,
+    parse_row: RowParser,
+    arrival_of: ArrivalParser,
+) -> int:
+    """Feed the data rows ``(line, fields)`` to ``parse_row`` until ``jobs`` has enough.
+
+    After that point only each row's arrival is parsed (``arrival_of``); as long as every
+    such row arrives :meth:`EarlyStop.beyond` the cut, nothing else of it is read. The
+    first row that could change the selection (or whose arrival cannot be read) makes
+    this parse in full every row after the point, that one and the rest of the file, as a
+    full read would. Returns the number of rows only skimmed (0 after a full read).
+    """
+    numbered = enumerate(rows)
+    for index, (line, fields) in numbered:
+        parse_row(index, line, fields)
+        if jobs.enough:
+            break
+    else:
+        return 0
+    stop = jobs.stop
+    assert stop is not None  # jobs.enough implies a watch
+    # Skimmed rows are kept so they can still be parsed, in file order, if a later row
+    # turns out to matter.
+    skimmed: list[tuple[int, int, list[str]]] = []
+    for index, (line, fields) in numbered:
+        try:
+            arrival = arrival_of(fields)
+        except (ValueError, IndexError):
+            arrival = math.nan
+        if stop.beyond(arrival):
+            skimmed.append((index, line, fields))
+            continue
+        jobs.stop = None
+        for item in skimmed:
+            parse_row(*item)
+        parse_row(index, line, fields)
+        for index, (line, fields) in numbered:
+            parse_row(index, line, fields)
+        return 0
+    return len(skimmed)
 
 
 def draw_models(
@@ -314,6 +508,7 @@ def finish_trace(
     rows: int,
     log: ErrorLog,
     filtered: dict[str, int] | None = None,
+    skimmed: int = 0,
 ) -> tuple[Workload, TraceReport]:
     """Steps 2-8 of ``envs.workload.traces``: filter, order, re-time, assign models."""
     if rng is None:
@@ -361,5 +556,6 @@ def finish_trace(
         errors=tuple(log.kept),
         filtered=removed,
         jobs=len(workload),
+        skimmed=skimmed,
     )
     return workload, report

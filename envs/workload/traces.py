@@ -16,6 +16,23 @@ the trace says how long each ran, not how much work it did. Readers share one pi
    (< 1 compresses time: more load);
 8. draw each job's model from ``catalog`` with the given generator (traces carry none).
 
+**Stopping early.** With ``max_jobs`` or ``end_s`` (> 0), the Philly, Helios and CSV
+readers stop parsing rows once the rows parsed so far decide steps 2-6: the file has been
+in arrival order so far, ``max_jobs`` selectable jobs lie in the window (or a row arrived
+``end_s`` after the first selectable one), and every name of ``vcs``/``states`` has been
+seen. Each later row is then read for its arrival only; the first one that could still
+enter the selection (it arrives earlier than the cut, or its time cannot be read) makes
+the reader parse it and the rest in full. So the jobs kept, their order, ids and model
+draws are always those of a full read, whatever the file's order: a file out of order
+before the cut (the published Philly file is) is read in full, one out of order after it
+is read in full from the first row that matters. What changes is the report of an early
+stop: ``TraceReport.skimmed`` counts the rows read for their time only, and a malformed
+field of such a row is neither raised nor counted in ``skipped``; and the workload's name
+tables (``vc_names``, ``user_names``) list the names of the rows parsed, a prefix of a
+full read's tables (every job's codes are the same; only names first seen after the cut,
+which no kept job has, are missing). PAI is always read in full (its task table must be,
+to join it).
+
 **GPUs to workers.** A job asking for ``g`` GPUs becomes ``g`` data-parallel workers of
 one GPU each and no parameter server (the usual AllReduce reading; Philly, Helios and
 most DL jobs use whole GPUs). A fractional request ``g < 1`` (PAI's "50% of a GPU") is one
@@ -64,10 +81,12 @@ from envs.workload.parsing import (
     time_unit,
 )
 from envs.workload.trace_pipeline import (
+    EarlyStop,
     TraceJobs,
     TraceOptions,
     TraceReport,
     assign_models,
+    collect_rows,
     finish_trace,
     split_gpus,
 )
@@ -147,13 +166,14 @@ def read_philly(
     """
     options = options or TraceOptions()
     log = ErrorLog(options.skip_bad_rows)
-    jobs = TraceJobs()
+    jobs = TraceJobs(EarlyStop.for_options(options))
     with CsvFile(path) as source:
         column = source.header(("timestamp", "duration", "num_gpus", "cluster"))
         at, took, gpus_at, vc_at = (
             column[n] for n in ("timestamp", "duration", "num_gpus", "cluster")
         )
-        for index, (line, row) in enumerate(source.data()):
+
+        def parse_row(index: int, line: int, row: list[str]) -> None:
             try:
                 source.check_width(row)
                 arrival = parse_time(row[at], "timestamp")
@@ -163,11 +183,24 @@ def read_philly(
                 vc = parse_name(row[vc_at], "cluster")
             except FieldError as error:
                 log.record(error.located(source.path, line))
-                continue
+                return
             jobs.add(index, arrival, duration, workers, per_worker, math.nan, vc=vc)
+
+        def arrival_of(row: list[str]) -> float:
+            source.check_width(row)
+            return parse_time(row[at], "timestamp")
+
+        skimmed = collect_rows(source.data(), jobs, parse_row, arrival_of)
         rows = source.rows
     return finish_trace(
-        jobs, options, rng, path=str(path), trace_format="philly", rows=rows, log=log
+        jobs,
+        options,
+        rng,
+        path=str(path),
+        trace_format="philly",
+        rows=rows,
+        log=log,
+        skimmed=skimmed,
     )
 
 
@@ -184,12 +217,13 @@ def read_helios(
     """
     options = options or TraceOptions()
     log = ErrorLog(options.skip_bad_rows)
-    jobs = TraceJobs()
+    jobs = TraceJobs(EarlyStop.for_options(options))
     needed = ("user", "vc", "gpu_num", "cpu_num", "state", "submit_time", "duration")
     with CsvFile(path) as source:
         column = source.header(needed)
         user_at, vc_at, gpus_at, cpus_at, state_at, submit_at, took = (column[n] for n in needed)
-        for index, (line, row) in enumerate(source.data()):
+
+        def parse_row(index: int, line: int, row: list[str]) -> None:
             try:
                 source.check_width(row)
                 gpus = parse_number(row[gpus_at], "gpu_num")
@@ -200,7 +234,7 @@ def read_helios(
                 state = parse_name(row[state_at], "state")
             except FieldError as error:
                 log.record(error.located(source.path, line))
-                continue
+                return
             jobs.add(
                 index,
                 arrival,
@@ -212,9 +246,22 @@ def read_helios(
                 vc=row[vc_at].strip(),
                 state=state,
             )
+
+        def arrival_of(row: list[str]) -> float:
+            source.check_width(row)
+            return parse_time(row[submit_at], "submit_time")
+
+        skimmed = collect_rows(source.data(), jobs, parse_row, arrival_of)
         rows = source.rows
     return finish_trace(
-        jobs, options, rng, path=str(path), trace_format="helios", rows=rows, log=log
+        jobs,
+        options,
+        rng,
+        path=str(path),
+        trace_format="helios",
+        rows=rows,
+        log=log,
+        skimmed=skimmed,
     )
 
 
@@ -386,6 +433,7 @@ def read_pai(
         errors=report.errors,
         filtered=report.filtered,
         jobs=report.jobs,
+        skimmed=report.skimmed,
     )
 
 
@@ -411,11 +459,12 @@ def read_csv_trace(
     arrival_factor = time_unit(arrival_unit, "arrival unit")
     options = options or TraceOptions()
     log = ErrorLog(options.skip_bad_rows)
-    jobs = TraceJobs()
+    jobs = TraceJobs(EarlyStop.for_options(options))
     with CsvFile(path, delimiter=delimiter) as source:
         column = source.header(list(dict.fromkeys(mapping.values())))
         at = {key: column[name] for key, name in mapping.items()}
-        for index, (line, row) in enumerate(source.data()):
+
+        def parse_row(index: int, line: int, row: list[str]) -> None:
             try:
                 source.check_width(row)
                 arrival = parse_time(row[at["arrival"]], mapping["arrival"], unit_s=arrival_factor)
@@ -442,7 +491,7 @@ def read_csv_trace(
                 )
             except FieldError as error:
                 log.record(error.located(source.path, line))
-                continue
+                return
             jobs.add(
                 index,
                 arrival,
@@ -453,8 +502,23 @@ def read_csv_trace(
                 user=row[at["user"]].strip() if "user" in at else None,
                 vc=row[at["vc"]].strip() if "vc" in at else None,
             )
+
+        def arrival_of(row: list[str]) -> float:
+            source.check_width(row)
+            return parse_time(row[at["arrival"]], mapping["arrival"], unit_s=arrival_factor)
+
+        skimmed = collect_rows(source.data(), jobs, parse_row, arrival_of)
         rows = source.rows
-    return finish_trace(jobs, options, rng, path=str(path), trace_format="csv", rows=rows, log=log)
+    return finish_trace(
+        jobs,
+        options,
+        rng,
+        path=str(path),
+        trace_format="csv",
+        rows=rows,
+        log=log,
+        skimmed=skimmed,
+    )
 
 
 def read_trace(
