@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import sys
 import time
@@ -61,7 +62,11 @@ import numpy as np
 from paper_baselines import UsageError, add_formulation_commands, run_cli, subcommand_parser
 
 from envs.schedulers import PreemptionSettings, make_scheduler, scheduler_names
-from envs.schedulers.preemption import DEFAULT_LAS_THRESHOLDS_GPU_S, DEFAULT_MIN_RUN_S
+from envs.schedulers.preemption import (
+    DEFAULT_LAS_PROMOTE_KNOB,
+    DEFAULT_LAS_THRESHOLDS_GPU_S,
+    DEFAULT_MIN_RUN_S,
+)
 from envs.sim import (
     DEFAULT_PERF,
     LINK_SHARING,
@@ -71,6 +76,7 @@ from envs.sim import (
     SimulatorConfig,
     perf_switches,
 )
+from envs.sim.engine import DEFAULT_MAX_CONTENTION
 from envs.sim.metrics import write_per_job_csv
 from envs.sim.report import format_comparison, json_safe
 from envs.sim.runner import drop_jobs_that_never_fit, simulate
@@ -212,6 +218,38 @@ def _thresholds(text: str) -> tuple[float, ...]:
             f"--las-thresholds takes GPU-seconds separated by commas, e.g. 3600,36000; got {text!r}"
         ) from None
     return values
+
+
+def _promote_knob(text: str) -> float | None:
+    if text.strip().lower() == "off":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(
+            f"--las-promote takes a number > 0 (e.g. 8) or 'off', got {text!r}"
+        )
+    return value
+
+
+def _max_contention(text: str) -> float:
+    if text.strip().lower() == "off":
+        return math.inf
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 1.0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(
+            f"--max-contention takes a number >= 1 (e.g. 3) or 'off', got {text!r}"
+        )
+    return value
+
+
+def _knob_text(knob: float | None) -> str:
+    return "off" if knob is None else f"{knob:g}"
 
 
 def _option_value(text: str) -> tuple[str, Any]:
@@ -383,6 +421,7 @@ def command_run(args: argparse.Namespace) -> int:
         enabled=not args.no_preemption,
         min_run_s=args.min_run,
         las_thresholds_gpu_s=args.las_thresholds,
+        las_promote_knob=args.las_promote,
     )
 
     def scheduler_for(name: str) -> Any:
@@ -403,6 +442,7 @@ def command_run(args: argparse.Namespace) -> int:
         interval_s=args.interval,
         link_sharing=args.link_sharing,
         restart_cost_s=args.restart_cost,
+        max_contention=args.max_contention,
         **perf_switches(args.perf)._asdict(),
     )
     results: list[SimulationResult] = []
@@ -419,6 +459,7 @@ def command_run(args: argparse.Namespace) -> int:
             "policies": metrics,
             "jobs": len(workload),
             "perf": args.perf,
+            "max_contention": args.max_contention,
             "backfill": args.backfill,
             "notes": notes,
         }
@@ -427,7 +468,8 @@ def command_run(args: argparse.Namespace) -> int:
         for note in notes:
             print(note)
         backfill = "on" if args.backfill else "off (strict order)"
-        print(f"{len(workload)} jobs on {cluster!r}; perf {args.perf}, backfill {backfill}")
+        cap = "" if args.perf == "ideal" else f"; contention capped at {args.max_contention:g}"
+        print(f"{len(workload)} jobs on {cluster!r}; perf {args.perf}, backfill {backfill}{cap}")
         print(format_comparison(metrics), flush=True)
     return _write_outputs(args, results, metrics)
 
@@ -506,6 +548,15 @@ def add_perf_argument(parser: argparse._ActionsContainer) -> None:
         "add); 'ideal' runs every job at its trace/catalog duration wherever it is placed, "
         f"as simulators without a network model do (default {DEFAULT_PERF})",
     )
+    parser.add_argument(
+        "--max-contention",
+        type=_max_contention,
+        default=DEFAULT_MAX_CONTENTION,
+        metavar="CS|off",
+        help="contention model: the most a job's step may exceed its step alone on the same "
+        f"placement (default {DEFAULT_MAX_CONTENTION:g}, the largest CS 000 measured; off: "
+        "no cap)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -583,6 +634,15 @@ def add_run_command(commands: Any) -> None:
         metavar="GPU_S[,GPU_S...]",
         help="attained GPU-seconds between LAS's queues, increasing (default "
         f"{','.join(f'{t:g}' for t in DEFAULT_LAS_THRESHOLDS_GPU_S)}: two queues)",
+    )
+    preemption.add_argument(
+        "--las-promote",
+        type=_promote_knob,
+        default=DEFAULT_LAS_PROMOTE_KNOB,
+        metavar="KNOB|off",
+        help="Tiresias' starvation promotion: a demoted waiting job returns to LAS's first "
+        "queue once it waited KNOB times its run time since its last preemption "
+        f"(default {_knob_text(DEFAULT_LAS_PROMOTE_KNOB)})",
     )
     preemption.add_argument(
         "--restart-cost",

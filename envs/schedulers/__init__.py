@@ -24,13 +24,13 @@ interference inputs, SAF's oracle).
 
 from envs.schedulers.base import Ordering, Placement
 from envs.schedulers.domains import LocalityLevels, locality_levels
+from envs.schedulers.las import LeastAttainedService
 from envs.schedulers.locality import LocalityFirst, best_level
 from envs.schedulers.nodes import BreadthFirst, DepthFirst
 from envs.schedulers.orderings import (
     DelayedShortestIdealTime,
     DominantResourceFairness,
     FirstInFirstOut,
-    LeastAttainedService,
     LeastResourceFirst,
     RandomOrder,
     ShortestActualTime,

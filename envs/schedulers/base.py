@@ -9,6 +9,7 @@ placed earlier in the same decision count.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import ClassVar
 
@@ -129,3 +130,11 @@ def by_key(sim: Simulator, jobs: np.ndarray, *keys: np.ndarray) -> np.ndarray:
     # lexsort sorts by its last key first.
     order = np.lexsort((jobs, arrival, *reversed([np.asarray(k) for k in keys])))
     return jobs[order]
+
+
+def check_min_run(min_run_s: float) -> float:
+    """A minimum run time in seconds, or ValueError saying what is allowed."""
+    value = float(min_run_s)
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"min_run_s must be finite seconds >= 0, got {min_run_s!r}")
+    return value

@@ -10,8 +10,8 @@ sjf        expected duration: its whole ideal run time at the requested workers
 srtf       remaining expected duration (differs from sjf once a job ran); preemptive
            when built so (the registry's ``srtf``)
 las        attained GPU service, GPU-seconds (Tiresias' least attained service); with
-           thresholds, Tiresias' discretized queues, FIFO inside each; preemptive when
-           built so (the registry's ``las``: two queues, preemptive)
+           thresholds, Tiresias' discretized queues, FIFO inside each, and optionally
+           its promotion of starved jobs; preemptive when built so (:mod:`.las`)
 drf        dominant share: of its user's running allocation when the workload names users
            (progressive filling: re-ranked after each placement), else of the job's own
            request (004), over the cluster's GPUs and CPU cores
@@ -28,13 +28,11 @@ random     a seeded random permutation
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
 
-from envs.schedulers.base import Ordering, Placement, by_key
+from envs.schedulers.base import Ordering, Placement, by_key, check_min_run
 from envs.schedulers.estimate import estimated_duration
 from envs.schedulers.view import ClusterView
 from envs.sim import Simulator
@@ -99,95 +97,6 @@ class ShortestRemainingTimeFirst(Ordering):
         return (
             f"ShortestRemainingTimeFirst(preemptive={self.preemptive}, min_run_s={self.min_run_s})"
         )
-
-
-class LeastAttainedService(Ordering):
-    """Tiresias' LAS: the fewest GPU-seconds received so far.
-
-    With ``thresholds_gpu_s`` (increasing attained GPU-seconds), Tiresias' discretized
-    LAS: a job is in queue k when it attained at least k of the thresholds (all start in
-    queue 0, a running job is demoted as it crosses one), and jobs rank by queue, then
-    FIFO by arrival inside a queue. Without thresholds, by attained service itself.
-    ``preemptive``: a waiting job preempts running jobs ranked strictly after it (a
-    lower queue, or the same queue and a later arrival), each after ``min_run_s`` of
-    running (:mod:`.preemption`); the scheduler asks for a decision when a running job
-    will be demoted. Continuous LAS would preempt a job as soon as a waiting one fell
-    behind it; the queues keep preemptions to demotions and arrivals.
-    """
-
-    name = "las"
-
-    def __init__(
-        self,
-        thresholds_gpu_s: Sequence[float] | None = None,
-        *,
-        preemptive: bool = False,
-        min_run_s: float = 0.0,
-    ) -> None:
-        self.thresholds = None if thresholds_gpu_s is None else check_thresholds(thresholds_gpu_s)
-        self.preemptive = bool(preemptive)
-        self.min_run_s = check_min_run(min_run_s)
-
-    def queue(self, sim: Simulator, jobs: np.ndarray) -> np.ndarray:
-        """Discretized LAS: each job's queue, 0 for the highest priority."""
-        assert self.thresholds is not None
-        attained = sim.attained_gpu_seconds[np.asarray(jobs)]
-        # Within rounding of a threshold counts as crossed: the decision requested for a
-        # demotion must see it.
-        return np.searchsorted(self.thresholds, attained + _ATTAINED_TOLERANCE, side="right")
-
-    def priority_keys(self, sim: Simulator, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
-        if self.thresholds is None:
-            return (sim.attained_gpu_seconds[np.asarray(jobs)],)
-        return (self.queue(sim, jobs),)
-
-    def order(self, sim: Simulator, jobs: np.ndarray, view: ClusterView) -> np.ndarray:
-        return by_key(sim, jobs, *self.priority_keys(sim, jobs))
-
-    def next_priority_change(self, sim: Simulator, running: np.ndarray) -> float:
-        """When the first running job crosses its queue's threshold (inf without queues:
-        continuous LAS changes all the time; a request per decision would not help)."""
-        if self.thresholds is None or not len(running):
-            return float("inf")
-        queue = self.queue(sim, running)
-        gpus = sim.running_gpus[running]
-        rising = (queue < len(self.thresholds)) & (gpus > 0)
-        if not rising.any():
-            return float("inf")
-        limit = self.thresholds[queue[rising]]
-        attained = sim.attained_gpu_seconds[running[rising]]
-        return float(sim.now + ((limit - attained) / gpus[rising]).min())
-
-    def __repr__(self) -> str:
-        thresholds = None if self.thresholds is None else tuple(self.thresholds.tolist())
-        return (
-            f"LeastAttainedService({thresholds}, preemptive={self.preemptive}, "
-            f"min_run_s={self.min_run_s})"
-        )
-
-
-_ATTAINED_TOLERANCE = 1e-6
-"""GPU-seconds within which an attained service counts as reaching a threshold."""
-
-
-def check_thresholds(thresholds: Sequence[float]) -> np.ndarray:
-    """Discretized LAS thresholds as an array, or ValueError saying what is allowed."""
-    values = np.asarray(thresholds, dtype=np.float64).reshape(-1)
-    if not len(values) or not np.isfinite(values).all() or (values <= 0).any():
-        raise ValueError(
-            f"LAS thresholds must be finite GPU-seconds > 0, at least one, got {thresholds!r}"
-        )
-    if (np.diff(values) <= 0).any():
-        raise ValueError(f"LAS thresholds must increase, got {thresholds!r}")
-    return values
-
-
-def check_min_run(min_run_s: float) -> float:
-    """A minimum run time in seconds, or ValueError saying what is allowed."""
-    value = float(min_run_s)
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"min_run_s must be finite seconds >= 0, got {min_run_s!r}")
-    return value
 
 
 class DominantResourceFairness(Ordering):

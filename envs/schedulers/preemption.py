@@ -42,10 +42,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.schedulers.base import Ordering, Placement
+from envs.schedulers.base import Ordering, Placement, check_min_run
 from envs.schedulers.domains import locality_levels
+from envs.schedulers.las import check_promote_knob, check_thresholds
 from envs.schedulers.locality import best_level
-from envs.schedulers.orderings import check_min_run, check_thresholds
 from envs.schedulers.tasks import CORE_TOLERANCE, JobTasks
 from envs.schedulers.view import ClusterView
 from envs.sim import Simulator
@@ -55,6 +55,9 @@ DEFAULT_MIN_RUN_S = 300.0
 
 DEFAULT_LAS_THRESHOLDS_GPU_S = (3600.0,)
 """Default discretized LAS: two queues, split at one GPU-hour of attained service."""
+
+DEFAULT_LAS_PROMOTE_KNOB: float | None = None
+"""Default promotion of starved LAS jobs: none."""
 
 _TIME_TOLERANCE = 1e-9
 
@@ -66,15 +69,20 @@ class PreemptionSettings:
     ``enabled``: False keeps both orderings but never preempts. ``min_run_s``: seconds a
     job runs after (re)starting before it may be preempted. ``las_thresholds_gpu_s``:
     attained GPU-seconds that separate LAS's queues (one threshold: two queues).
+    ``las_promote_knob``: Tiresias' PROMOTEKNOB, a demoted waiting job returns to the
+    first queue once it waited this many times its run time (:mod:`.las`); None never
+    promotes.
     """
 
     enabled: bool = True
     min_run_s: float = DEFAULT_MIN_RUN_S
     las_thresholds_gpu_s: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS_GPU_S
+    las_promote_knob: float | None = DEFAULT_LAS_PROMOTE_KNOB
 
     def __post_init__(self) -> None:
         check_min_run(self.min_run_s)
         check_thresholds(self.las_thresholds_gpu_s)
+        check_promote_knob(self.las_promote_knob)
 
 
 class Preemptor:
@@ -194,20 +202,25 @@ class Preemptor:
         held = sim.running_gpus[victims]
         tried_first = np.lexsort((-rank, np.abs(held - tasks.total_gpus)))
         victims = victims[tried_first]
-        # Not even all the victims' GPUs and cores together: no need to try.
+        # Fewer victims than the first `enough` cannot free the job's GPUs and cores in
+        # total (could_hold's first test): release those in one go, untested.
         workers = sim.running_workers[victims]
         cores = workers * sim.worker_cpus[victims] + sim.num_ps[victims] * sim.ps_cpus[victims]
-        if (
-            tasks.total_gpus > view.total_free_gpus + int(sim.running_gpus[victims].sum())
-            or tasks.total_cpus > view.total_free_cores + float(cores.sum()) + CORE_TOLERANCE
-        ):
-            return None
+        enough_gpus = (
+            view.total_free_gpus + np.cumsum(sim.running_gpus[victims]) >= tasks.total_gpus
+        )
+        enough_cores = view.total_free_cores + np.cumsum(cores) + CORE_TOLERANCE >= tasks.total_cpus
+        enough = enough_gpus & enough_cores
+        if not enough[-1]:
+            return None  # not even all the victims together
+        skip = int(np.argmax(enough))
         scratch = view.copy()
-        released: list[int] = []
+        released: list[int] = victims[:skip].tolist()
+        scratch.release_all(released)
         first: tuple[int, np.ndarray] | None = None
         locality = locality_levels(sim.cluster)
         best = self._best_level(sim, job)
-        for victim in victims.tolist():
+        for victim in victims[skip:].tolist():
             scratch.release(victim)
             released.append(victim)
             # The vectorized necessary test first: placements cost more.
@@ -235,8 +248,7 @@ class Preemptor:
         needed = np.array([v for v in released if _overlaps(sim, v, groups)], dtype=np.int64)
         if len(needed) < len(released):
             trial = view.copy()
-            for victim in needed.tolist():
-                trial.release(victim)
+            trial.release_all(needed.tolist())
             fewer = trial.place(self.placement, job)
             if fewer is not None:
                 return needed, fewer

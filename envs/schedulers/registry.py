@@ -8,13 +8,13 @@ from typing import NamedTuple
 import numpy as np
 
 from envs.schedulers.base import Ordering, Placement
+from envs.schedulers.las import LeastAttainedService
 from envs.schedulers.locality import LocalityFirst
 from envs.schedulers.nodes import BreadthFirst, DepthFirst
 from envs.schedulers.orderings import (
     DelayedShortestIdealTime,
     DominantResourceFairness,
     FirstInFirstOut,
-    LeastAttainedService,
     LeastResourceFirst,
     RandomOrder,
     ShortestActualTime,
@@ -31,7 +31,10 @@ from envs.schedulers.scheduler import Scheduler
 
 def _las(settings: PreemptionSettings) -> Ordering:
     return LeastAttainedService(
-        settings.las_thresholds_gpu_s, preemptive=settings.enabled, min_run_s=settings.min_run_s
+        settings.las_thresholds_gpu_s,
+        preemptive=settings.enabled,
+        min_run_s=settings.min_run_s,
+        promote_knob=settings.las_promote_knob,
     )
 
 

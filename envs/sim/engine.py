@@ -84,6 +84,10 @@ class SimulationStalledError(RuntimeError):
     """Jobs wait, nothing runs and nothing will arrive: the policy placed nothing."""
 
 
+DEFAULT_MAX_CONTENTION = 3.0
+"""The default cap on a job's contention (step / step alone): 000 Fig. 1's largest CS."""
+
+
 @dataclass(frozen=True)
 class SimulatorConfig:
     """Settings of one simulation.
@@ -109,7 +113,7 @@ class SimulatorConfig:
     interference: bool = True
     communication: bool = True
     link_sharing: str = "equal"
-    max_contention: float = 3.0
+    max_contention: float = DEFAULT_MAX_CONTENTION
 
     def __post_init__(self) -> None:
         if self.link_sharing not in LINK_SHARING:
@@ -136,7 +140,8 @@ class Simulator:
     Public read-only state (numpy arrays; do not modify): ``status[J]``, ``work_total[J]``,
     ``work_done[J]`` (mini-batches), ``rate[J]`` (mini-batches/s, running jobs),
     ``contention[J]`` (CS of running jobs), ``attained_gpu_seconds[J]``, ``first_start[J]``,
-    ``finish_time[J]``, ``run_time[J]``, ``preemptions[J]``, ``ideal_duration[J]``,
+    ``finish_time[J]``, ``run_time[J]``, ``preemptions[J]``, ``last_preempted_at[J]`` (NaN
+    if never), ``ideal_duration[J]``,
     ``servers_spanned[J]`` (the most servers any one placement of the job spanned; 0 if it
     never ran),
     ``free_gpus[G]`` per GPU group, ``free_cores[C]`` per socket, ``gpu_job[U]`` (-1 free),
@@ -195,6 +200,7 @@ class Simulator:
         self.first_start = np.full(num_jobs, np.nan)
         self.finish_time = np.full(num_jobs, np.nan)
         self.preemptions = np.zeros(num_jobs, dtype=np.int64)
+        self.last_preempted_at = np.full(num_jobs, np.nan)
         self.servers_spanned = np.zeros(num_jobs, dtype=np.int64)
         self.running_workers = np.zeros(num_jobs, dtype=np.int64)
         self.running_gpus = np.zeros(num_jobs, dtype=np.int64)
@@ -361,6 +367,7 @@ class Simulator:
         self._release(job)
         self.status[job] = _WAITING
         self.preemptions[job] += 1
+        self.last_preempted_at[job] = self.now
         self._set_waiting(job, True)
 
     def resize(

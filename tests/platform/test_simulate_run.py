@@ -85,6 +85,8 @@ def test_trace_run_with_table_plot_and_csv(tmp_path: Path) -> None:
         (["--policy", "srtf+packing", "--restart-cost", "-5"], "--restart-cost must be >= 0"),
         (["--policy", "fifo+packing", "--perf", "idael"], "invalid choice: 'idael'"),
         (["--policy", "fifo+packing", "--jobs-csv", "tests"], "--jobs-csv tests: is a folder"),
+        (["--policy", "fifo+packing", "--max-contention", "0.5"], "takes a number >= 1"),
+        (["--policy", "las+packing", "--las-promote", "0"], "takes a number > 0 (e.g. 8) or 'off'"),
     ],
 )
 def test_run_errors_are_one_line_and_exit_2(args: list[str], fragment: str) -> None:
@@ -231,3 +233,19 @@ def test_a_write_that_fails_after_the_run_loses_no_result(tmp_path: Path) -> Non
     assert json.loads(result.stdout)["policies"]["fifo+packing"]["jobs_finished"] == 20
     assert result.stderr.count("\n") == 1 and "per-job table not written" in result.stderr
     assert table.read_text().startswith("policy,")  # the other outputs are still written
+
+
+def test_contention_cap_and_las_promotion_are_recorded_and_used() -> None:
+    las = [*TRACE_RUN, "--policy", "las+packing", "--las-thresholds", "600"]
+    default = json.loads(run(*las).stdout)
+    assert default["max_contention"] == 3.0
+    uncapped = json.loads(run(*las, "--max-contention", "off").stdout)
+    assert uncapped["max_contention"] is None  # math.inf, written as JSON null
+    promoted = run(*las, "--las-promote", "1")
+    assert promoted.returncode == 0, promoted.stderr
+    metrics = json.loads(promoted.stdout)["policies"]["las+packing"]
+    assert metrics["jobs_finished"] == 200
+    # Promoted jobs come back to the first queue and preempt again: more preemptions.
+    assert metrics["preemptions"] > default["policies"]["las+packing"]["preemptions"]
+    usage = " ".join(run("--help").stdout.split())
+    assert "--max-contention CS|off" in usage and "--las-promote KNOB|off" in usage
