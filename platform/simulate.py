@@ -633,7 +633,8 @@ def add_run_command(commands: Any) -> None:
         default=DEFAULT_LAS_THRESHOLDS_GPU_S,
         metavar="GPU_S[,GPU_S...]",
         help="attained GPU-seconds between LAS's queues, increasing (default "
-        f"{','.join(f'{t:g}' for t in DEFAULT_LAS_THRESHOLDS_GPU_S)}: two queues)",
+        f"{','.join(f'{t:g}' for t in DEFAULT_LAS_THRESHOLDS_GPU_S)}: "
+        f"{len(DEFAULT_LAS_THRESHOLDS_GPU_S) + 1} queues)",
     )
     preemption.add_argument(
         "--las-promote",

@@ -99,7 +99,7 @@ def make_scheduler(
     consecutive runs continue its stream), a seed, or None for seed 0. Build a new
     scheduler per run to repeat a run exactly. ``las`` (Tiresias' discretized LAS) and
     ``srtf`` preempt as ``preemption`` says (default :class:`PreemptionSettings`: on,
-    5-minute minimum run, LAS queues split at one GPU-hour); the other orderings never
+    5-minute minimum run, four LAS queues); the other orderings never
     preempt. Raises ValueError for an unknown name, listing the known orderings and
     placements.
     """

@@ -145,7 +145,7 @@ def test_bad_settings_are_refused(kwargs, message):
 def test_the_registry_builds_preemptive_las_and_srtf():
     las = make_scheduler("las+lif").ordering
     assert isinstance(las, LeastAttainedService) and las.preemptive
-    assert las.thresholds.tolist() == [3600.0] and las.min_run_s == 300.0
+    assert las.thresholds.tolist() == [3250.0, 7200.0, 18000.0] and las.min_run_s == 300.0
     srtf = make_scheduler("srtf+packing", preemption=PreemptionSettings(enabled=False))
     assert isinstance(srtf.ordering, ShortestRemainingTimeFirst)
     assert not srtf.ordering.preemptive
