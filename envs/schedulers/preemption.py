@@ -128,6 +128,7 @@ class Preemptor:
         shapes = self.shape_of[candidates]
         alive = np.ones(len(candidates), dtype=bool)
         preempted = False
+        failed = _FailedDemands()
         position = 0
         while len(victims):
             ahead = alive[position:]
@@ -140,8 +141,11 @@ class Preemptor:
             groups = view.place(self.placement, job)
             if groups is None:
                 mine = victim_rank > job_rank
-                plan = self._plan(sim, view, job, victims[mine], victim_rank[mine])
+                plan = None
+                if not failed.dominated(sim, job):
+                    plan = self._plan(sim, view, job, victims[mine], victim_rank[mine])
                 if plan is None:
+                    failed.add(sim, job)
                     if strict:
                         break
                     # Jobs alike behind it have fewer victims: they fail too.
@@ -257,6 +261,43 @@ class Preemptor:
             if fewer is not None:
                 return needed, fewer
         return np.array(released, dtype=np.int64), groups
+
+
+class _FailedDemands:
+    """Demands that found no room in this preemption pass, to skip the jobs they rule out.
+
+    Candidates come in rank order, so a later one has a subset of an earlier one's
+    victims, and starts only take resources away. A job of identical tasks (no parameter
+    servers) that needs at least as many tasks as a failed one, each with at least as many
+    GPUs and cores, can then not be placed either: capacity for such tasks is exact
+    (:meth:`~envs.schedulers.view.ClusterView.could_hold`), and it only shrinks as tasks
+    grow. Most plans of a pass fail, most of them for this reason.
+    """
+
+    def __init__(self) -> None:
+        self._rows: list[tuple[int, int, float]] = []
+
+    @staticmethod
+    def _demand(sim: Simulator, job: int) -> tuple[int, int, float] | None:
+        if sim.num_ps[job] > 0:
+            return None
+        return int(sim.num_workers[job]), int(sim.worker_gpus[job]), float(sim.worker_cpus[job])
+
+    def add(self, sim: Simulator, job: int) -> None:
+        """Record that ``job`` found no room."""
+        demand = self._demand(sim, job)
+        if demand is not None:
+            self._rows.append(demand)
+
+    def dominated(self, sim: Simulator, job: int) -> bool:
+        """Whether a recorded failure rules ``job`` out."""
+        demand = self._demand(sim, job)
+        if demand is None:
+            return False
+        workers, gpus, cpus = demand
+        return any(
+            workers >= w and gpus >= g and cpus >= c - CORE_TOLERANCE for w, g, c in self._rows
+        )
 
 
 _CONSOLIDATION_TRIES = 8

@@ -120,30 +120,25 @@ class ClusterView:
 
     def release(self, job: int) -> None:
         """Give back the resources of running ``job``: a preemption planned or made."""
-        self.release_all([job])
+        self._give_back(job)
+        self._changed()
 
     def release_all(self, jobs: Sequence[int]) -> None:
         """Give back the resources of every one of the running ``jobs`` at once."""
-        if not len(jobs):
-            return
-        placed = [self._placed_demands(int(job)) for job in jobs]
-        groups = np.concatenate([groups for groups, _, _ in placed])
-        np.add.at(self.free_gpus, groups, np.concatenate([gpus for _, gpus, _ in placed]))
-        np.add.at(
-            self.free_cores,
-            self.cluster.group_socket[groups],
-            np.concatenate([cpus for _, _, cpus in placed]),
-        )
-        self.released.update(int(job) for job in jobs)
-        self._loads = None  # rebuilt without the jobs when next asked
-        self._changed()
+        for job in jobs:
+            self._give_back(job)
+        if len(jobs):
+            self._changed()
 
-    def _placed_demands(self, job: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(task groups, GPUs, cores)`` per task of running ``job``."""
+    def _give_back(self, job: int) -> None:
+        """Add running ``job``'s GPUs and cores to the free ones (derived values stale)."""
         groups, _ = self.sim.job_placement(job)
         workers = len(groups) - int(self.sim.num_ps[job])
         gpus, cpus = self.sim.task_demands(job, workers)
-        return groups, np.broadcast_to(gpus, groups.shape), np.broadcast_to(cpus, groups.shape)
+        np.add.at(self.free_gpus, groups, gpus)
+        np.add.at(self.free_cores, self.cluster.group_socket[groups], cpus)
+        self.released.add(int(job))
+        self._loads = None  # rebuilt without the job when next asked
 
     def copy(self) -> ClusterView:
         """An independent view of the same state, to plan on without touching this one."""
