@@ -18,7 +18,8 @@ taken in rank order:
    progress, and pay the simulator's restart cost when they resume), and the job is
    placed there;
 3. when even all its victims are not enough, the jobs of the same demand shape behind
-   it are not tried again in this decision (they have fewer victims).
+   it are not tried again in this decision (they have fewer victims), nor the jobs of
+   identical tasks that need at least as many tasks, each at least as large.
 
 With ``backfill=False`` the pass stops at the first job that neither fits nor can
 preempt. The scheduler's usual walk then places what else fits.
