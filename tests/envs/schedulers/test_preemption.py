@@ -248,3 +248,34 @@ def test_random_runs_conserve_work_and_respect_the_guard(seed, kind, name, min_r
             assert time - last_start[job] >= min_run - 1e-6
     starts = np.bincount([job for _, kind, job in recorder.events if kind == "start"])
     assert np.array_equal(starts, 1 + sim.preemptions)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_skipping_jobs_a_failed_demand_rules_out_changes_no_schedule(seed, monkeypatch):
+    """The pass skips plans for jobs whose demand dominates one that found no room; with
+    the skip switched off, every job starts, is preempted and finishes at the same times."""
+    from envs.schedulers import preemption
+
+    cluster = build_cluster("fat-tree", k=2, server="dgx1")  # 2 servers x 8 GPUs
+
+    def finish_times() -> tuple[list[float], list[int]]:
+        workload = WORKLOADS["burst"](np.random.default_rng(seed))
+        sim = Simulator(cluster, workload, SimulatorConfig(restart_cost_s=RESTART))
+        settings_ = PreemptionSettings(min_run_s=60.0, las_thresholds_gpu_s=(300.0, 3600.0))
+        sim.run(make_scheduler("las+packing", preemption=settings_))
+        assert (sim.status == JobStatus.FINISHED).all()
+        return sim.finish_time.tolist(), sim.preemptions.tolist()
+
+    dominated = preemption._FailedDemands.dominated
+    skipped: list[int] = []
+
+    def counted(self, sim, job) -> bool:
+        answer = dominated(self, sim, job)
+        skipped.extend([job] if answer else [])
+        return answer
+
+    monkeypatch.setattr(preemption._FailedDemands, "dominated", counted)
+    pruned = finish_times()
+    assert skipped, "the skip never applied: this workload cannot test it"
+    monkeypatch.setattr(preemption._FailedDemands, "dominated", lambda self, sim, job: False)
+    assert finish_times() == pruned
