@@ -365,7 +365,9 @@ def test_early_stop_always_gives_a_full_reads_answer(
     if report.skimmed == 0:
         assert report.to_dict() == full_report.to_dict()
     else:
-        assert sort != "unsorted" or len(rows) <= 1 or np.all(np.diff([r[0] for r in rows]) >= 0)
+        # Skimmed rows are never kept. An unsorted file may still skim: rows after the cut
+        # are read for their time until one out of order makes the reader parse the rest.
+        assert report.skimmed <= len(rows) - report.jobs
 
 
 @pytest.mark.skipif(not FULL_PHILLY.exists(), reason="needs ../shared/traces/philly.csv")
