@@ -252,3 +252,25 @@ class PodGNN(nn.Module):
         embeddings = self.inner_embeddings(obs)
         state, nodes = self.scheduler_states(obs, embeddings)
         return self.logits(obs, embeddings, state, nodes), state
+
+    def acting_logits(self, obs: dict[str, Tensor]) -> Tensor:
+        """Logits [B, A] that define the same action distribution as :meth:`forward`'s,
+        with the network run only on the rows that have a choice.
+
+        An agent with one legal action (often two in five samples: nothing to place, or
+        a job that fits in one place) takes it with probability 1 whatever the network
+        says: its masked logits put every other action at the float minimum, whose
+        softmax term underflows to 0. Its row here is the mask itself (0 on the legal
+        action, the minimum elsewhere): the same probabilities, log-probability 0, and
+        KL 0 to any policy, as the full pass gives. Only for acting (no gradient flows
+        through the rows not computed); training runs :meth:`forward` on every row.
+        """
+        mask = obs["action_mask"]
+        logits = torch.clamp(torch.log(mask.float()), min=MASKED_LOGIT)
+        choice = (mask > 0).sum(dim=-1) > 1
+        if bool(choice.all()):
+            return self.forward(obs)[0]
+        if bool(choice.any()):
+            rows = torch.nonzero(choice).squeeze(-1)
+            logits[rows] = self.forward({key: value[rows] for key, value in obs.items()})[0]
+        return logits

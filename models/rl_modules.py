@@ -58,6 +58,22 @@ class PodGNNModule(TorchRLModule, ValueFunctionAPI):
         logits, state = self.net(batch[Columns.OBS])
         return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: state}
 
+    def _act(self, batch: dict[str, Any]) -> dict[str, Tensor]:
+        """Acting (sampling or greedy): the network runs only for agents with a choice.
+
+        RLlib's PPO reads nothing but the action distribution from these passes (values
+        come from the learner's own pass), and the distribution is exactly the full
+        pass's (:meth:`PodGNN.acting_logits`).
+        """
+        with torch.no_grad():
+            return {Columns.ACTION_DIST_INPUTS: self.net.acting_logits(batch[Columns.OBS])}
+
+    def _forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Tensor]:
+        return self._act(batch)
+
+    def _forward_inference(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Tensor]:
+        return self._act(batch)
+
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> Tensor:
         """Values [B] from the state, recomputed only when not passed in."""
         if embeddings is None:

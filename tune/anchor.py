@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.core.columns import Columns
+
+from tune.ppo_learner import LeanPPOTorchLearner
 
 #: ``learner_config_dict`` keys: the warm-start module's folder and the coefficient.
 ANCHOR_PATH = "anchor_path"
@@ -45,8 +46,8 @@ def anchor_kl(anchor_logits: Any, logits: Any) -> Any:
     return terms.sum(dim=-1)
 
 
-class AnchoredPPOTorchLearner(PPOTorchLearner):
-    """PPO's torch learner plus ``anchor_coeff * KL(anchor || policy)`` per module."""
+class AnchoredPPOTorchLearner(LeanPPOTorchLearner):
+    """PPO's (lean) torch learner plus ``anchor_coeff * KL(anchor || policy)`` per module."""
 
     def build(self) -> None:
         """Build PPO's learner, then load the frozen anchor module (one for all modules:

@@ -99,6 +99,10 @@ def algorithm_config(
             learner_class=AnchoredPPOTorchLearner,
             learner_config_dict={ANCHOR_PATH: warm_start_path, ANCHOR_COEFF: warm_start.anchor},
         )
+    elif algorithm.name == "PPO":
+        from tune.ppo_learner import LeanPPOTorchLearner
+
+        config = config.learners(learner_class=LeanPPOTorchLearner)
     training: dict[str, Any] = {
         "lr": algorithm.lr,
         "gamma": algorithm.gamma,

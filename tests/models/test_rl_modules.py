@@ -32,11 +32,11 @@ def test_forward_and_values(env_and_batch, module_type) -> None:
         # vf_share_layers is RLlib's own key: it must be accepted and ignored.
         model_config={"vf_share_layers": True},
     )
-    out = module.forward_inference({Columns.OBS: batch})
-    logits = out[Columns.ACTION_DIST_INPUTS]
+    logits = module.forward_inference({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
     assert logits.shape == (4, env.action_space("scheduler_0").n)
     assert torch.all(torch.softmax(logits, -1)[batch["action_mask"] == 0] == 0)
     values = module.compute_values({Columns.OBS: batch})
+    out = module.forward_train({Columns.OBS: batch})
     again = module.compute_values({Columns.OBS: batch}, embeddings=out[Columns.EMBEDDINGS])
     assert values.shape == (4,) and torch.isfinite(values).all()
     assert torch.allclose(values, again)
@@ -70,7 +70,8 @@ def test_gnn_module_has_no_mode_dependent_layers(env_and_batch) -> None:
     mode_dependent = (torch.nn.modules.dropout._DropoutNd, torch.nn.modules.batchnorm._NormBase)
     assert not [m for m in module.modules() if isinstance(m, mode_dependent)]
     assert module.train(False) is module and module.training is False
-    evaluated = module.forward_inference({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
+    with torch.no_grad():
+        evaluated = module._forward({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
     module.train()
     assert module.training is True
     trained = module.forward_train({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
@@ -85,3 +86,73 @@ def test_registry_names_the_modules() -> None:
         match="unknown model 'pod_cnn'; known: contention, cush, deeprm, multi_softmax, pod_gnn",
     ):
         module_class("pod_cnn")
+
+
+@pytest.fixture(scope="module")
+def mixed_batch():
+    """Observations of a few random legal steps: rows with one legal action and rows
+    with a choice."""
+    env = PodSchedulingEnv(num_jobs=20)
+    obs, _ = env.reset(seed=3)
+    rng = np.random.default_rng(3)
+    rows = []
+    while len(rows) < 64 and env.agents:
+        rows.extend(obs.values())
+        actions = {
+            agent: int(rng.choice(np.flatnonzero(o["action_mask"]))) for agent, o in obs.items()
+        }
+        obs, *_ = env.step(actions)
+    space = env.observation_space("scheduler_0")
+    batch = {key: torch.as_tensor(np.stack([o[key] for o in rows])) for key in space.spaces}
+    return env, batch
+
+
+def test_acting_gives_the_full_pass_distribution_and_skips_forced_rows(mixed_batch) -> None:
+    env, batch = mixed_batch
+    choice = (batch["action_mask"] > 0).sum(-1) > 1
+    assert 0 < int(choice.sum()) < len(choice)  # both kinds of rows are present
+    torch.manual_seed(0)
+    module = PodGNNModule(
+        observation_space=env.observation_space("scheduler_0"),
+        action_space=env.action_space("scheduler_0"),
+        model_config={},
+    )
+    sizes = []
+    network = module.net.forward
+
+    def counted(obs):
+        sizes.append(len(obs["action_mask"]))
+        return network(obs)
+
+    module.net.forward = counted
+    acting = module.forward_exploration({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
+    assert sizes == [int(choice.sum())]
+    assert module.forward_inference({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS].equal(acting)
+    with torch.no_grad():
+        full = network(batch)[0]
+    # Forced rows: log-probability exactly 0 on the legal action in both passes.
+    legal = batch["action_mask"][~choice].argmax(-1, keepdim=True)
+    for logits in (acting, full):
+        assert torch.all(torch.log_softmax(logits[~choice], -1).gather(1, legal) == 0)
+    # Rows with a choice: the same logits up to float32 rounding (another batch shape).
+    assert torch.allclose(acting[choice], full[choice], rtol=1e-5, atol=1e-5)
+    assert torch.allclose(torch.softmax(acting, -1), torch.softmax(full, -1), atol=1e-6)
+
+
+def test_acting_on_forced_rows_only_never_runs_the_network(mixed_batch) -> None:
+    env, batch = mixed_batch
+    forced = (batch["action_mask"] > 0).sum(-1) == 1
+    only_forced = {key: value[forced] for key, value in batch.items()}
+    module = PodGNNModule(
+        observation_space=env.observation_space("scheduler_0"),
+        action_space=env.action_space("scheduler_0"),
+        model_config={},
+    )
+
+    def refuse(obs):
+        raise AssertionError("the network ran on rows without a choice")
+
+    module.net.forward = refuse
+    logits = module.forward_exploration({Columns.OBS: only_forced})[Columns.ACTION_DIST_INPUTS]
+    assert torch.equal(logits.argmax(-1), only_forced["action_mask"].argmax(-1))
+    assert torch.all(torch.softmax(logits, -1) == only_forced["action_mask"].float())
