@@ -22,13 +22,13 @@ launching operations, and the backward pass of an ``index_add`` is a gather.
 
 For a batch of small graphs (a partition's inner graph, the inter-scheduler graph) the
 aggregation is a dense product: :func:`dense_operator` writes each sample's coefficients
-``c_k(e_uw)`` (divided by u's degree for "mean") and the identity into a
-``[B, (2 + D) N, N]`` matrix once per forward pass, and every layer over that graph is
-then one batched matrix product and one matrix product with the filter folded into the
-combination (:meth:`EdgeConditionedConv.dense_forward`) instead of ``1 + D`` scatters,
-their gathers in the backward pass and a concatenation. The edge vectors are
-observations, not parameters, so building the operator needs no gradient; the result is
-the same up to float32 rounding (summation order).
+``c_k(e_uw)`` (divided by u's degree for "mean") into a ``[B, (1 + D) N, N]`` matrix once
+per forward pass, and every layer over that graph is then one batched matrix product and
+two matrix products with the filter folded into the combination
+(:meth:`EdgeConditionedConv.dense_forward`) instead of ``1 + D`` scatters, their gathers
+in the backward pass and a concatenation. The edge vectors are observations, not
+parameters, so building the operator needs no gradient; the result is the same up to
+float32 rounding (summation order).
 """
 
 from __future__ import annotations
@@ -52,12 +52,13 @@ def dense_operator(
     """A batch of padded graphs as the matrix of :meth:`EdgeConditionedConv.dense_forward`.
 
     ``edge_index`` [B, 2, E] (source, target per edge), ``edge_attr`` [B, E, D],
-    ``edge_mask`` [B, E] (padding 0), ``aggr`` "mean" or "sum" -> [B, N (2 + D), N].
-    Row ``u (2 + D)`` is node u itself (the identity); row ``u (2 + D) + 1 + k``, column
-    ``w`` holds the sum of ``c_k(e)`` over the valid edges w -> u, with
-    ``c = (1, e_1, ..., e_D)``, divided by u's valid in-degree (at least 1) for "mean",
-    as the scatter form does. Parallel edges add up. Rows are node-major so that the
-    product with node features [B, N, F] reads as [B, N, (2 + D) F] without a copy.
+    ``edge_mask`` [B, E] (padding 0), ``aggr`` "mean" or "sum" -> [B, N (1 + D), N].
+    Row ``u (1 + D) + k``, column ``w`` holds the sum of ``c_k(e)`` over the valid edges
+    w -> u, with ``c = (1, e_1, ..., e_D)``, divided by u's valid in-degree (at least 1)
+    for "mean", as the scatter form does. Parallel edges add up. Rows are node-major so
+    that the product with node features [B, N, F] reads as [B, N, (1 + D) F] without a
+    copy. (Node u's own features enter the layer directly, not through this matrix: an
+    identity block here cost a fifth of the product for a copy.)
     """
     if aggr not in LINEAR_AGGREGATIONS:
         raise ValueError(f"a dense operator needs aggr in {LINEAR_AGGREGATIONS}, got {aggr!r}")
@@ -65,7 +66,7 @@ def dense_operator(
     valid = (edge_mask > 0).float()
     coefficients = torch.cat([edge_attr.new_ones(batch, edges, 1), edge_attr], dim=-1).float()
     coefficients = coefficients * valid.unsqueeze(-1)
-    rows = coefficients.shape[-1] + 1  # the node itself, then one row per coefficient
+    rows = coefficients.shape[-1]  # one row per coefficient
     source, target = edge_index[:, 0].long(), edge_index[:, 1].long()
     if aggr == "mean":
         degree = valid.new_zeros(batch, num_nodes).scatter_add_(1, target, valid)
@@ -74,17 +75,15 @@ def dense_operator(
     # point at any node, add zeros.
     block = rows * num_nodes * num_nodes
     first = (
-        (target * rows + 1) * num_nodes
+        target * rows * num_nodes
         + source
         + block * torch.arange(batch, device=source.device).view(batch, 1)
     )
-    index = first.unsqueeze(-1) + num_nodes * torch.arange(rows - 1, device=source.device)
+    index = first.unsqueeze(-1) + num_nodes * torch.arange(rows, device=source.device)
     flat = coefficients.new_zeros(batch * block).index_add_(
         0, index.reshape(-1), coefficients.reshape(-1)
     )
-    operator = flat.view(batch, num_nodes, rows, num_nodes)
-    operator[:, :, 0] = torch.eye(num_nodes, dtype=operator.dtype, device=operator.device)
-    return operator.view(batch, num_nodes * rows, num_nodes)
+    return flat.view(batch, num_nodes * rows, num_nodes)
 
 
 class EdgeConditionedConv(MessagePassing):
@@ -158,20 +157,22 @@ class EdgeConditionedConv(MessagePassing):
 
     def dense_forward(self, x: Tensor, operator: Tensor) -> Tensor:
         """One convolution of a batch of graphs: ``x`` [B, N, in] and the graph's
-        :func:`dense_operator` [B, N (2 + D), N] (built for this layer's aggregation) ->
+        :func:`dense_operator` [B, N (1 + D), N] (built for this layer's aggregation) ->
         [B, N, out]. Only for the "full" filter with "mean" or "sum".
 
         ``combine(cat[h_u, AGG + b])`` is linear before its ReLU, so the filter and the
-        combination fold into one weight: one batched product gathers ``h_u`` and the
-        ``1 + D`` aggregates per node, one matrix product applies the folded weight.
+        combination fold into one weight: one batched product gathers the ``1 + D``
+        aggregates per node, and two matrix products apply the folded weight to them and
+        the combination's own half to ``h_u``.
         """
         batch, num_nodes, _ = x.shape
         gathered = torch.bmm(operator, x).view(batch * num_nodes, -1)
         own = self.combine.weight[:, : self.in_channels]
         neighbourhood = self.combine.weight[:, self.in_channels :]
-        weight = torch.cat([own.t(), self._stacked_filter() @ neighbourhood.t()], dim=0)
+        folded = self._stacked_filter() @ neighbourhood.t()
         bias = self.combine.bias + neighbourhood @ self.bias
-        return torch.relu(torch.addmm(bias, gathered, weight)).view(batch, num_nodes, -1)
+        itself = torch.addmm(bias, x.reshape(batch * num_nodes, -1), own.t())
+        return torch.relu(torch.addmm(itself, gathered, folded)).view(batch, num_nodes, -1)
 
     def _stacked_filter(self) -> Tensor:
         """Filter weights per coefficient, B first: [(1 + D) * in, out]."""

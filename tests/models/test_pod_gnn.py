@@ -196,7 +196,7 @@ def test_dense_convolution_equals_the_scatter_form(aggregation: str) -> None:
     joined, joined_attr = batch_graph(edge_index, edge_attr, edge_mask, nodes)
     expected = layer(x.reshape(batch * nodes, 5), joined, joined_attr).view(batch, nodes, 7)
     operator = dense_operator(edge_index, edge_attr, edge_mask, nodes, aggregation)
-    assert operator.shape == (batch, nodes * (2 + 3), nodes)
+    assert operator.shape == (batch, nodes * (1 + 3), nodes)
     assert torch.allclose(layer.dense_forward(x, operator), expected, atol=1e-5)
     with pytest.raises(ValueError, match="needs aggr in"):
         dense_operator(edge_index, edge_attr, edge_mask, nodes, "max")
