@@ -9,8 +9,8 @@ that tree first on ``sys.path``, the env runner and the learner in the process (
 Each run builds the algorithm, trains one warm-up iteration, then times ``--iterations``
 calls of ``algo.train()`` and, inside them, every call of the learner's update.
 
-How to run: ``python benchmarks/ab_training.py --baseline /tmp/base [--config tune/configs/demo.yaml]
-[--runs 5] [--iterations 6] [--set KEY=VALUE ...]``.
+How to run: ``python benchmarks/ab_training.py --baseline /tmp/base
+[--config tune/configs/demo.yaml] [--runs 5] [--iterations 6] [--set KEY=VALUE ...]``.
 What you get: per run and per tree (mean and range) env steps/s, seconds per iteration,
 learning seconds and everything else (sampling, connectors, metrics) per iteration, on
 stdout; ``benchmarks/results/training-ab.json`` with every run.
@@ -33,16 +33,16 @@ MARKER = "AB-RESULT "
 TREES = ("baseline", "this checkout")
 SUMMARY_KEYS = ("env_steps_per_s", "iteration_s", "learning_s", "other_s")
 
-# Runs in the child process: ``sys.argv[1]`` is the source tree, then the config file name,
-# the iterations and the overrides.
+# Runs in the child process: ``sys.argv[1:]`` are the result line's marker, the source tree,
+# the config file (relative to the tree), the iterations and the overrides.
 CHILD = """
 import json, sys, time
-root = sys.argv[1]
+marker, root = sys.argv[1], sys.argv[2]
 sys.path.insert(0, root)
 import ray
 from tune.experiment import load_config
 from tune.rllib_config import algorithm_config
-config, iterations, overrides = sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+config, iterations, overrides = sys.argv[3], int(sys.argv[4]), sys.argv[5:]
 experiment = load_config(f"{root}/{config}", overrides)
 ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
 algo = algorithm_config(experiment, seed=0).build_algo()
@@ -61,16 +61,16 @@ for _ in range(iterations):
     result = algo.train()
     walls.append(time.perf_counter() - start)
     steps += result["env_runners"]["num_env_steps_sampled"]
-print("%s" + json.dumps({"walls": walls, "learning": learning, "env_steps": steps}))
+print(marker + json.dumps({"walls": walls, "learning": learning, "env_steps": steps}))
 algo.stop()
 ray.shutdown()
-""" % MARKER
+"""
 
 
 def run_once(tree: Path, config: str, iterations: int, overrides: list[str]) -> dict[str, Any]:
     """One measured run of ``tree``'s code: per-iteration means."""
     completed = subprocess.run(
-        [sys.executable, "-c", CHILD, str(tree), config, str(iterations), *overrides],
+        [sys.executable, "-c", CHILD, MARKER, str(tree), config, str(iterations), *overrides],
         capture_output=True,
         text=True,
         env={**os.environ, "RAY_DEDUP_LOGS": "0"},
