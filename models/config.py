@@ -8,6 +8,7 @@ from typing import Any
 
 EDGE_NETWORKS = ("full", "factorized")
 AGGREGATIONS = ("mean", "max", "sum")
+CRITIC_GRADIENTS = ("shared", "head")
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,10 @@ class GNNModelConfig:
     actor and critic hidden layer (001: 128). ``edge_network``: "full" gives every edge
     its own in x out filter from a one-layer network (001, NNConv style); "factorized"
     a rank-``edge_rank`` filter, for clusters whose edges x channels^2 would not fit.
-    ``aggregation``: how neighbour messages combine (001: mean).
+    ``aggregation``: how neighbour messages combine (001: mean). ``critic_gradient``:
+    where the value loss's gradient goes: "shared" (001: the critic and the actor share
+    the GNN, so the value loss also moves the actor's features) or "head" (the critic's
+    own head only: the GNN learns from the actor's loss alone).
     """
 
     hidden: int = 32
@@ -31,6 +35,7 @@ class GNNModelConfig:
     edge_network: str = "full"
     edge_rank: int = 8
     aggregation: str = "mean"
+    critic_gradient: str = "shared"
 
     def __post_init__(self) -> None:
         for name in ("hidden", "encoder_hidden", "head_hidden", "edge_rank"):
@@ -48,6 +53,10 @@ class GNNModelConfig:
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(
                 f"aggregation={self.aggregation!r}; allowed: {', '.join(AGGREGATIONS)}"
+            )
+        if self.critic_gradient not in CRITIC_GRADIENTS:
+            raise ValueError(
+                f"critic_gradient={self.critic_gradient!r}; allowed: {', '.join(CRITIC_GRADIENTS)}"
             )
 
     @classmethod

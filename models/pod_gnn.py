@@ -244,7 +244,10 @@ class PodGNN(nn.Module):
         return logits + torch.clamp(torch.log(mask), min=MASKED_LOGIT)
 
     def value(self, state: Tensor) -> Tensor:
-        """The critic: [B] values."""
+        """The critic: [B] values (with ``critic_gradient="head"`` its loss trains only
+        this head: the state is detached from the GNN that computed it)."""
+        if self.config.critic_gradient == "head":
+            state = state.detach()
         return self.value_head(state).squeeze(-1)
 
     def forward(self, obs: dict[str, Tensor]) -> tuple[Tensor, Tensor]:

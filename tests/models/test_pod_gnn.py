@@ -114,9 +114,33 @@ def test_gradients_reach_every_parameter(edge_network: str, room_features: bool)
         assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
 
 
+def test_a_head_only_critic_leaves_the_gnn_to_the_actor() -> None:
+    """critic_gradient="head": the value loss reaches the value head and nothing else;
+    "shared" (the default) also reaches the GNN. The values themselves are the same."""
+    env = PodSchedulingEnv(num_jobs=20)
+    space = env.observation_space(env.possible_agents[0])
+    batch = as_batch(space, list(observations(env).values()))
+    torch.manual_seed(0)
+    shared = build(env)
+    head_only = build(env, critic_gradient="head")
+    head_only.load_state_dict(shared.state_dict())
+    values = {}
+    for name, net in (("shared", shared), ("head", head_only)):
+        _, state = net(batch)
+        values[name] = net.value(state)
+        (values[name] ** 2).sum().backward()
+    assert torch.equal(values["shared"], values["head"])
+    for name, parameter in head_only.named_parameters():
+        reached = parameter.grad is not None and parameter.grad.abs().sum() > 0
+        assert reached == name.startswith("value_head."), name
+    assert shared.inner[0].filter.weight.grad.abs().sum() > 0
+
+
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="edge_network='dense'; allowed: full, factorized"):
         GNNModelConfig(edge_network="dense")
+    with pytest.raises(ValueError, match="critic_gradient='actor'; allowed: shared, head"):
+        GNNModelConfig(critic_gradient="actor")
     with pytest.raises(ValueError, match="unknown GNNModelConfig key"):
         GNNModelConfig.from_model_config({"hiden": 3})
 
