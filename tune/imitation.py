@@ -8,7 +8,8 @@ so the experiment's RLModule can first be trained supervised on what the heurist
 1. :func:`record_trajectories` plays the heuristic on *training* seeds (the config's
    ``warm_start`` seed range, never ``evaluation.seeds``) and keeps every agent's
    observation and action at every step, with each agent's discounted return of the
-   environment's reward (the algorithm's ``gamma``) for the critic.
+   environment's reward (the algorithm's ``gamma``; with ``credit: job`` the re-attributed
+   rewards PPO learns from) for the critic.
 2. :func:`pretrain` fits the module: masked cross-entropy of the actor's logits against
    the heuristic's actions, over the steps where the agent had a choice (a step with one
    legal action -- an idle agent that can only wait -- says nothing about the policy), plus
@@ -130,11 +131,17 @@ def record_trajectories(
         # Per step: (agent, observation, action) of every agent that acted, and the rewards.
         steps: list[list[tuple[str, dict[str, np.ndarray], int]]] = []
         rewards: list[list[float]] = []
+        infos: dict[str, dict[str, Any]] = {}
         while env.agents:
             chosen = driver.actions()
             steps.append([(agent, observations[agent], chosen[agent]) for agent in chosen])
-            observations, reward, *_ = env.step(chosen)
+            observations, reward, _, _, infos = env.step(chosen)
             rewards.append([float(reward[agent]) for agent in env.possible_agents])
+        # With per-job credit PPO learns from the re-attributed rewards; so does the critic.
+        if "credited_rewards" in infos.get(env.possible_agents[0], {}):
+            rewards = np.stack(
+                [infos[agent]["credited_rewards"] for agent in env.possible_agents], 1
+            )
         episode_returns = discounted_returns(np.asarray(rewards), gamma)
         index = {agent: i for i, agent in enumerate(env.possible_agents)}
         for step, acted in enumerate(steps):

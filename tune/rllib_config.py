@@ -86,6 +86,12 @@ def algorithm_config(
     )
     if experiment.environment.name in MULTI_AGENT_ENVIRONMENTS:
         config = config.callbacks(on_environment_created=share_observations)
+    if experiment.environment.config.get("credit") == "job":
+        from tune.credit import credit_rewards_on_episode_end
+
+        # The credited rewards arrive at an episode's end and reach back to its start.
+        config = config.env_runners(batch_mode="complete_episodes")
+        config = config.callbacks(on_episode_end=credit_rewards_on_episode_end)
     config = config.learners(
         num_learners=resources.num_learners,
         num_gpus_per_learner=resources.num_gpus_per_learner,

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from envs.pod.credit import CREDIT_RULES
 from envs.sim.perf import DEFAULT_PERF, PerfSwitches, perf_switches
 
 REWARD_KINDS = ("progress", "jct", "contention")
@@ -29,6 +30,9 @@ class PodSchedulingConfig:
     forwards per task. ``level``: action targets are GPU groups ("device") or servers.
     ``reward``: "progress" (001), "jct" (minus jobs in the system per interval) or
     "contention" (000: -W1 * CS + W2 * utilization, ``contention_weight`` = W1).
+    ``credit``: where the ``jct`` reward's costs land -- "round" (paid at the step that
+    ends a round) or "job" (also re-attributed to the steps that decided each job, handed
+    over at the episode's end: :mod:`envs.pod.credit`; needs ``reward="jct"``).
     ``illegal_action_penalty``: reward lost for a masked-out action (which does nothing).
     ``horizon_intervals``: truncation. ``others``: what an agent sees of the other
     partitions ("summary" per partition, or "full" inner-graph features). ``home``: jobs
@@ -62,6 +66,7 @@ class PodSchedulingConfig:
     level: str = "device"
     fuse_top_switches: bool = True
     reward: str = "progress"
+    credit: str = "round"
     contention_weight: float = 0.5
     illegal_action_penalty: float = 0.05
     horizon_intervals: int = 400
@@ -81,6 +86,7 @@ class PodSchedulingConfig:
             "others": (self.others, OTHER_PARTITION_VIEWS),
             "home": (self.home, HOME_RULES),
             "queue_order": (self.queue_order, QUEUE_ORDERS),
+            "credit": (self.credit, CREDIT_RULES),
         }
         for name, (value, allowed) in choices.items():
             if value not in allowed:
@@ -108,6 +114,11 @@ class PodSchedulingConfig:
         for name in ("room_features", "job_times"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.credit == "job" and self.reward != "jct":
+            raise ValueError(
+                f"credit='job' re-attributes the jct reward's time in the system; it needs "
+                f"reward='jct', got reward={self.reward!r} (use credit='round' with it)"
+            )
         self._check_perf()
         if not 0.0 <= self.contention_weight <= 1.0:
             raise ValueError(

@@ -41,7 +41,9 @@ Reward
 ------
 ``progress`` (default, 001 §IV-C), ``jct`` or ``contention`` (000), see
 :mod:`envs.pod.rewards`; paid at the step that ends a round, 0 otherwise, minus
-penalties for masked-out actions.
+penalties for masked-out actions. With ``credit="job"`` (``jct`` only) the last step's
+infos also carry ``credited_rewards``: every step's reward with each job's cost moved onto
+the steps that decided it (:mod:`envs.pod.credit`).
 
 Episode end
 -----------
@@ -70,10 +72,11 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from envs.pod.config import CONTENTION_WEIGHT_BRANCHES, GRAPH_LEVELS, PodSchedulingConfig
+from envs.pod.credit import JobCredit
 from envs.pod.decisions import DecisionRound
 from envs.pod.layout import ClusterLayout
 from envs.pod.observations import ObservationBuilder
-from envs.pod.rewards import contention_rewards, jct_rewards, progress_rewards
+from envs.pod.rewards import contention_rewards, jct_rewards, progress_rewards, time_in_system
 from envs.sim import JobStatus, Simulator, SimulatorConfig
 from envs.topology import build_cluster
 from envs.workload import (
@@ -184,6 +187,7 @@ class PodSchedulingEnv(ParallelEnv):
         self.rounds = 0
         self.round = None
         self._stretch_start = 0.0  # time the next rewards count from
+        self.credit = JobCredit(num) if cfg.credit == "job" else None
         if self.sim.run_until_decision():
             self._start_round()
         infos = {agent: {} for agent in self.agents}
@@ -226,6 +230,12 @@ class PodSchedulingEnv(ParallelEnv):
             agent: {"illegal_action": bool(illegal[i]), "time": self.sim.now}
             for i, agent in enumerate(self.possible_agents)
         }
+        if self.credit is not None:
+            self.credit.close_step(rewards)
+            if terminated or truncated:
+                credited = self.credit.credited_rewards()
+                for i, agent in enumerate(self.possible_agents):
+                    infos[agent]["credited_rewards"] = credited[:, i]
         if terminated or truncated:
             self.agents = []
         return observations, reward_dict, terminations, truncations, infos
@@ -261,6 +271,8 @@ class PodSchedulingEnv(ParallelEnv):
         if not 0 <= action < len(mask) or not mask[action]:
             return None
         max_targets = self.layout.max_targets
+        if self.credit is not None:
+            self.credit.record(agent, self.round.head(agent).job)
         if action == len(mask) - 1:
             self.deferrals[self.round.defer(agent)] += 1
         elif action >= max_targets:
@@ -272,6 +284,8 @@ class PodSchedulingEnv(ParallelEnv):
             started = self.round.place_task(agent, group)
             if started is not None:
                 self._register_start(started, head.groups, head.placed_by)
+                if self.credit is not None:
+                    self.credit.started(started)
         return -1
 
     def _target_group(self, layout: Any, action: int) -> int:
@@ -311,9 +325,10 @@ class PodSchedulingEnv(ParallelEnv):
         if cfg.reward == "progress":
             rewards = progress_rewards(sim, work_before, self.shares)
         elif cfg.reward == "jct":
-            rewards = jct_rewards(
-                sim, start, self.homes, self.cluster.num_partitions, cfg.interval_s
-            )
+            present = time_in_system(sim, start)
+            rewards = jct_rewards(present, self.homes, self.cluster.num_partitions, cfg.interval_s)
+            if self.credit is not None:
+                self.credit.settle_stretch(present, self.homes, cfg.interval_s)
         else:
             assert contention is not None
             rewards = contention * intervals

@@ -24,13 +24,18 @@ def progress_rewards(sim: Simulator, work_before: np.ndarray, shares: np.ndarray
     return fraction @ shares
 
 
-def jct_rewards(
-    sim: Simulator, start: float, homes: np.ndarray, num_agents: int, interval_s: float
-) -> np.ndarray:
-    """Per agent: minus its home jobs' time in the system in ``[start, now]``, in intervals."""
+def time_in_system(sim: Simulator, start: float) -> np.ndarray:
+    """Per job: seconds it spent in the system in ``[start, now]``."""
     arrival = sim.workload.arrival_time
     end = np.where(np.isnan(sim.finish_time), sim.now, np.minimum(sim.finish_time, sim.now))
-    present = np.clip(end - np.maximum(arrival, start), 0.0, None)
+    return np.clip(end - np.maximum(arrival, start), 0.0, None)
+
+
+def jct_rewards(
+    present: np.ndarray, homes: np.ndarray, num_agents: int, interval_s: float
+) -> np.ndarray:
+    """Per agent: minus its home jobs' time in the system (``present``, seconds per job, see
+    :func:`time_in_system`), in intervals."""
     return -np.bincount(homes, weights=present, minlength=num_agents) / interval_s
 
 
