@@ -256,6 +256,38 @@ class PodGNN(nn.Module):
         state, nodes = self.scheduler_states(obs, embeddings)
         return self.logits(obs, embeddings, state, nodes), state
 
+    def training_forward(self, obs: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+        """:meth:`forward` for a training batch: the same loss and gradients, with the
+        backward pass kept to the rows that need it.
+
+        With ``critic_gradient="head"`` a row with one legal action contributes nothing
+        to the GNN's gradient: its log-probability is 0 and its entropy and KL are 0
+        whatever the network says (see :meth:`acting_logits`), and its value loss stops
+        at the detached state. Its state is still needed (the critic's head reads it),
+        so those rows run without autograd and only the rows with a choice record a
+        graph. With the shared critic every row's value loss reaches the GNN, and this is
+        :meth:`forward`.
+        """
+        mask = obs["action_mask"]
+        choice = (mask > 0).sum(dim=-1) > 1
+        if self.config.critic_gradient != "head" or bool(choice.all()):
+            return self.forward(obs)
+        forced = torch.nonzero(~choice).squeeze(-1)
+        with torch.no_grad():
+            forced_obs = {key: value[forced] for key, value in obs.items()}
+            forced_state, _ = self.scheduler_states(forced_obs, self.inner_embeddings(forced_obs))
+        logits = torch.clamp(torch.log(mask.float()), min=MASKED_LOGIT)
+        state = logits.new_zeros((len(mask), forced_state.shape[-1]))
+        state = state.index_copy(0, forced, forced_state)
+        if bool(choice.any()):
+            rows = torch.nonzero(choice).squeeze(-1)
+            choice_logits, choice_state = self.forward(
+                {key: value[rows] for key, value in obs.items()}
+            )
+            logits = logits.index_copy(0, rows, choice_logits)
+            state = state.index_copy(0, rows, choice_state)
+        return logits, state
+
     def acting_logits(self, obs: dict[str, Tensor]) -> Tensor:
         """Logits [B, A] that define the same action distribution as :meth:`forward`'s,
         with the network run only on the rows that have a choice.

@@ -58,6 +58,12 @@ class PodGNNModule(TorchRLModule, ValueFunctionAPI):
         logits, state = self.net(batch[Columns.OBS])
         return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: state}
 
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Tensor]:
+        """The learner's pass: the same outputs as :meth:`_forward`, with autograd only
+        where a gradient can flow (:meth:`PodGNN.training_forward`)."""
+        logits, state = self.net.training_forward(batch[Columns.OBS])
+        return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: state}
+
     def _act(self, batch: dict[str, Any]) -> dict[str, Tensor]:
         """Acting (sampling or greedy): the network runs only for agents with a choice.
 

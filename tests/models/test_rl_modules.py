@@ -156,3 +156,63 @@ def test_acting_on_forced_rows_only_never_runs_the_network(mixed_batch) -> None:
     logits = module.forward_exploration({Columns.OBS: only_forced})[Columns.ACTION_DIST_INPUTS]
     assert torch.equal(logits.argmax(-1), only_forced["action_mask"].argmax(-1))
     assert torch.all(torch.softmax(logits, -1) == only_forced["action_mask"].float())
+
+
+def _ppo_like_loss(module: PodGNNModule, batch: dict, train: bool) -> torch.Tensor:
+    """Policy-gradient, entropy and value terms of a fixed batch, as PPO combines them."""
+    rows = len(batch["action_mask"])
+    generator = torch.Generator().manual_seed(1)
+    advantages = torch.randn(rows, generator=generator)
+    targets = torch.randn(rows, generator=generator)
+    legal = batch["action_mask"].float()
+    actions = torch.multinomial(legal, 1, generator=generator).squeeze(-1)
+    forward = module.forward_train if train else module._forward
+    out = forward({Columns.OBS: batch})
+    log_probs = torch.log_softmax(out[Columns.ACTION_DIST_INPUTS], -1)
+    taken = log_probs.gather(1, actions[:, None]).squeeze(-1)
+    entropy = -(log_probs.exp() * log_probs).sum(-1)
+    values = module.compute_values({Columns.OBS: batch}, out[Columns.EMBEDDINGS])
+    return (-(taken * advantages) - 0.01 * entropy + (values - targets) ** 2).mean()
+
+
+@pytest.mark.parametrize("critic_gradient", ["head", "shared"])
+def test_the_training_pass_records_a_graph_only_where_gradients_flow(
+    mixed_batch, critic_gradient: str
+) -> None:
+    """With a head-only critic, rows without a choice run without autograd (the network's
+    graph covers the rows with a choice only); loss and every gradient are the full
+    pass's up to float32 rounding. With the shared critic every row keeps its graph."""
+    env, batch = mixed_batch
+    choice = (batch["action_mask"] > 0).sum(-1) > 1
+    gradients = {}
+    for train in (False, True):
+        torch.manual_seed(0)
+        module = PodGNNModule(
+            observation_space=env.observation_space("scheduler_0"),
+            action_space=env.action_space("scheduler_0"),
+            model_config={"critic_gradient": critic_gradient},
+        )
+        graphs = []
+        network = module.net.forward
+
+        def recorded(obs, network=network, graphs=graphs):
+            logits, state = network(obs)
+            graphs.append((len(obs["action_mask"]), state.requires_grad))
+            return logits, state
+
+        module.net.forward = recorded
+        loss = _ppo_like_loss(module, batch, train)
+        loss.backward()
+        gradients[train] = (
+            float(loss.detach()),
+            {n: p.grad.clone() for n, p in module.named_parameters()},
+        )
+        if train and critic_gradient == "head":
+            assert graphs == [(int(choice.sum()), True)]
+        else:
+            assert graphs == [(len(choice), True)]
+    (full_loss, full), (split_loss, split) = gradients[False], gradients[True]
+    assert split_loss == pytest.approx(full_loss, rel=1e-5, abs=1e-6)
+    assert full.keys() == split.keys()
+    for name, gradient in full.items():
+        assert torch.allclose(split[name], gradient, rtol=1e-4, atol=1e-6), name
