@@ -60,7 +60,7 @@ for _ in range(iterations):
     start = time.perf_counter()
     result = algo.train()
     walls.append(time.perf_counter() - start)
-    steps += result["env_runners"]["num_env_steps_sampled"]
+    steps += int(result["env_runners"]["num_env_steps_sampled"])
 print(marker + json.dumps({"walls": walls, "learning": learning, "env_steps": steps}))
 algo.stop()
 ray.shutdown()
