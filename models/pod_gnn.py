@@ -34,6 +34,26 @@ from models.config import GNNModelConfig
 from models.layers import EdgeConditionedConv, dense_operator, supports_dense
 
 MASKED_LOGIT = torch.finfo(torch.float32).min
+
+
+def mask_logits(mask: Tensor) -> Tensor:
+    """[B, A] logits of the mask alone: 0 on legal actions, the float minimum elsewhere
+    (added to a network's logits it masks them; alone it is the distribution of a row
+    with one legal action)."""
+    return torch.clamp(torch.log(mask.float()), min=MASKED_LOGIT)
+
+
+def choice_rows(mask: Tensor) -> tuple[Tensor, Tensor]:
+    """Indices of the rows with more than one legal action, and of the others."""
+    choice = (mask > 0).sum(dim=-1) > 1
+    return torch.nonzero(choice).squeeze(-1), torch.nonzero(~choice).squeeze(-1)
+
+
+def select_rows(obs: dict[str, Tensor], rows: Tensor) -> dict[str, Tensor]:
+    """The observation batch restricted to ``rows``."""
+    return {key: value[rows] for key, value in obs.items()}
+
+
 TARGET_TYPES = [0, 3]  # gpu_group, server in envs.topology.views.VIEW_NODE_TYPES
 EDGE_DIM = 3
 # Graphs up to this many nodes convolve as one dense batched product per layer
@@ -240,8 +260,7 @@ class PodGNN(nn.Module):
         forward = pairwise_head(self.forward_head, gathered, state)
         wait = self.wait_head(state)
         logits = torch.cat([place, forward.view(batch, -1), wait], dim=-1)
-        mask = obs["action_mask"].float()
-        return logits + torch.clamp(torch.log(mask), min=MASKED_LOGIT)
+        return logits + mask_logits(obs["action_mask"])
 
     def value(self, state: Tensor) -> Tensor:
         """The critic: [B] values (with ``critic_gradient="head"`` its loss trains only
@@ -268,22 +287,17 @@ class PodGNN(nn.Module):
         graph. With the shared critic every row's value loss reaches the GNN, and this is
         :meth:`forward`.
         """
-        mask = obs["action_mask"]
-        choice = (mask > 0).sum(dim=-1) > 1
-        if self.config.critic_gradient != "head" or bool(choice.all()):
+        rows, forced = choice_rows(obs["action_mask"])
+        if self.config.critic_gradient != "head" or len(forced) == 0:
             return self.forward(obs)
-        forced = torch.nonzero(~choice).squeeze(-1)
         with torch.no_grad():
-            forced_obs = {key: value[forced] for key, value in obs.items()}
+            forced_obs = select_rows(obs, forced)
             forced_state, _ = self.scheduler_states(forced_obs, self.inner_embeddings(forced_obs))
-        logits = torch.clamp(torch.log(mask.float()), min=MASKED_LOGIT)
-        state = logits.new_zeros((len(mask), forced_state.shape[-1]))
+        logits = mask_logits(obs["action_mask"])
+        state = logits.new_zeros((len(logits), forced_state.shape[-1]))
         state = state.index_copy(0, forced, forced_state)
-        if bool(choice.any()):
-            rows = torch.nonzero(choice).squeeze(-1)
-            choice_logits, choice_state = self.forward(
-                {key: value[rows] for key, value in obs.items()}
-            )
+        if len(rows):
+            choice_logits, choice_state = self.forward(select_rows(obs, rows))
             logits = logits.index_copy(0, rows, choice_logits)
             state = state.index_copy(0, rows, choice_state)
         return logits, state
@@ -300,12 +314,10 @@ class PodGNN(nn.Module):
         KL 0 to any policy, as the full pass gives. Only for acting (no gradient flows
         through the rows not computed); training runs :meth:`forward` on every row.
         """
-        mask = obs["action_mask"]
-        logits = torch.clamp(torch.log(mask.float()), min=MASKED_LOGIT)
-        choice = (mask > 0).sum(dim=-1) > 1
-        if bool(choice.all()):
+        rows, forced = choice_rows(obs["action_mask"])
+        if len(forced) == 0:
             return self.forward(obs)[0]
-        if bool(choice.any()):
-            rows = torch.nonzero(choice).squeeze(-1)
-            logits[rows] = self.forward({key: value[rows] for key, value in obs.items()})[0]
+        logits = mask_logits(obs["action_mask"])
+        if len(rows):
+            logits[rows] = self.forward(select_rows(obs, rows))[0]
         return logits

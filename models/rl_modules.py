@@ -21,7 +21,7 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from torch import Tensor, nn
 
 from models.config import GNNModelConfig, MLPModelConfig
-from models.pod_gnn import MASKED_LOGIT, PodGNN, mlp
+from models.pod_gnn import PodGNN, mask_logits, mlp
 
 # Observation entries that are structure (indices, masks) rather than features.
 STRUCTURE_KEYS = ("edge_index", "inter_edge_index", "forward_targets", "action_mask")
@@ -113,8 +113,7 @@ class PodMLPModule(TorchRLModule, ValueFunctionAPI):
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Tensor]:
         obs = batch[Columns.OBS]
         state = self._encode(obs)
-        mask = obs["action_mask"].float()
-        logits = self.policy(state) + torch.clamp(torch.log(mask), min=MASKED_LOGIT)
+        logits = self.policy(state) + mask_logits(obs["action_mask"])
         return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: state}
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> Tensor:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-CREDITED_REWARDS = "credited_rewards"
+from envs.pod.credit import CREDITED_REWARDS
 
 
 def credit_rewards_on_episode_end(*, episode: Any, **kwargs: Any) -> None:

@@ -118,6 +118,7 @@ def record_trajectories(
     """Play ``heuristic`` on one episode per seed (as :func:`tune.evaluation.multi_agent.
     run_episode` does) and record every live agent's observation and action per step."""
     from envs import make_env
+    from envs.pod.credit import CREDITED_REWARDS
     from envs.pod.heuristic import HeuristicPodPolicy
 
     env = make_env(env_name, **env_config)
@@ -138,10 +139,8 @@ def record_trajectories(
             observations, reward, _, _, infos = env.step(chosen)
             rewards.append([float(reward[agent]) for agent in env.possible_agents])
         # With per-job credit PPO learns from the re-attributed rewards; so does the critic.
-        if "credited_rewards" in infos.get(env.possible_agents[0], {}):
-            rewards = np.stack(
-                [infos[agent]["credited_rewards"] for agent in env.possible_agents], 1
-            )
+        if CREDITED_REWARDS in infos.get(env.possible_agents[0], {}):
+            rewards = np.stack([infos[agent][CREDITED_REWARDS] for agent in env.possible_agents], 1)
         episode_returns = discounted_returns(np.asarray(rewards), gamma)
         index = {agent: i for i, agent in enumerate(env.possible_agents)}
         for step, acted in enumerate(steps):

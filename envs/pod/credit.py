@@ -29,6 +29,8 @@ import numpy as np
 
 #: How the ``jct`` reward's costs reach the agents' steps (see the module docstring).
 CREDIT_RULES = ("round", "job")
+#: The last step's ``infos[agent]`` key of an agent's credited rewards.
+CREDITED_REWARDS = "credited_rewards"
 
 Decisions = list[tuple[int, int]]  # (step, agent) pairs
 
@@ -76,9 +78,8 @@ class JobCredit:
 
     def credited_rewards(self) -> np.ndarray:
         """[steps, num_agents]: every closed step's paid rewards with the costs moved."""
-        rewards = np.zeros((len(self._paid), self.num_agents))
-        if self._paid:
-            rewards[:] = np.stack(self._paid)
-        for step, agent, reward in self._moves:
-            rewards[step, agent] += reward
+        rewards = np.array(self._paid, dtype=np.float64).reshape(-1, self.num_agents)
+        if self._moves:
+            steps, agents, moved = zip(*self._moves, strict=True)
+            np.add.at(rewards, (list(steps), list(agents)), moved)
         return rewards

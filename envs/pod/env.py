@@ -72,7 +72,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from envs.pod.config import CONTENTION_WEIGHT_BRANCHES, GRAPH_LEVELS, PodSchedulingConfig
-from envs.pod.credit import JobCredit
+from envs.pod.credit import CREDITED_REWARDS, JobCredit
 from envs.pod.decisions import DecisionRound
 from envs.pod.layout import ClusterLayout
 from envs.pod.observations import ObservationBuilder
@@ -235,7 +235,7 @@ class PodSchedulingEnv(ParallelEnv):
             if terminated or truncated:
                 credited = self.credit.credited_rewards()
                 for i, agent in enumerate(self.possible_agents):
-                    infos[agent]["credited_rewards"] = credited[:, i]
+                    infos[agent][CREDITED_REWARDS] = credited[:, i]
         if terminated or truncated:
             self.agents = []
         return observations, reward_dict, terminations, truncations, infos

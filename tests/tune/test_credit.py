@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tests.tune.test_rllib_config import SMALL_POD
+from tune.credit import credit_rewards_on_episode_end
 from tune.experiment import config_from_dict
 from tune.rllib_config import algorithm_config
 
@@ -22,7 +23,7 @@ def test_job_credit_samples_whole_episodes() -> None:
     assert algorithm_config(config_from_dict(SMALL_POD)).batch_mode == "truncate_episodes"
     config = algorithm_config(config_from_dict(_credited_pod()))
     assert config.batch_mode == "complete_episodes"
-    assert config.callbacks_on_episode_end is not None
+    assert config.callbacks_on_episode_end is credit_rewards_on_episode_end
 
 
 @pytest.mark.integration
