@@ -13,7 +13,9 @@ observations, as a plain torch module (the RLModule wrapper is in :mod:`.rl_modu
 4. **Heads** -- the actor scores each placement target from its embedding with s, each
    forward target from that scheduler's concatenated embeddings with s, and "wait" from
    s (one hidden layer of ``head_hidden``, ReLU); logits of masked actions are pushed to
-   the float minimum. The critic maps s to the value.
+   the float minimum. The critic maps s to the value. With an ``advice`` observation
+   (``pod_scheduling_v0``'s ``advice``: a heuristic's advised action) every action's
+   score also reads whether it is the advised one.
 
 Graphs of a batch are joined by offset arithmetic on ``edge_index`` (sample b's nodes
 are ``b * n + i``); padded edges are dropped and padded nodes, which then have no
@@ -142,11 +144,14 @@ class PodGNN(nn.Module):
         self.inter = nn.ModuleList(conv() for _ in range(config.inter_layers))
         state = hidden * (1 + config.inter_layers)
         self.state_size = state
-        self.place_head = mlp([hidden + state, config.head_hidden, 1])
+        # With advice every action's score reads one more number: is it the advised one.
+        self.advised = "advice" in shapes
+        advice = int(self.advised)
+        self.place_head = mlp([hidden + advice + state, config.head_hidden, 1])
         # With room features each forward target's scores also read its room for the job.
         forward_room = shapes["forward_room"][1] if "forward_room" in shapes else 0
-        self.forward_head = mlp([state + forward_room + state, config.head_hidden, 1])
-        self.wait_head = mlp([state, config.head_hidden, 1])
+        self.forward_head = mlp([state + forward_room + advice + state, config.head_hidden, 1])
+        self.wait_head = mlp([state + advice, config.head_hidden, 1])
         self.value_head = mlp([state, config.head_hidden, 1])
 
     # ------------------------------------------------------------------ parts
@@ -250,15 +255,22 @@ class PodGNN(nn.Module):
     ) -> Tensor:
         """Masked action logits [B, A]: targets, forwards, wait."""
         batch = state.shape[0]
-        place = pairwise_head(self.place_head, embeddings[:, : self.num_targets], state)
+        targets = embeddings[:, : self.num_targets]
         forward_nodes = obs["forward_targets"].long()  # [B, P-1] scheduler node ids
         gathered = torch.gather(
             nodes, 1, forward_nodes.unsqueeze(-1).expand(-1, -1, nodes.shape[-1])
         )
         if "forward_room" in obs:
             gathered = torch.cat([gathered, obs["forward_room"].float()], dim=-1)
+        wait_inputs = state
+        if self.advised:
+            advice = obs["advice"].float().unsqueeze(-1)  # [B, A, 1]
+            targets = torch.cat([targets, advice[:, : self.num_targets]], dim=-1)
+            gathered = torch.cat([gathered, advice[:, self.num_targets : -1]], dim=-1)
+            wait_inputs = torch.cat([state, advice[:, -1]], dim=-1)
+        place = pairwise_head(self.place_head, targets, state)
         forward = pairwise_head(self.forward_head, gathered, state)
-        wait = self.wait_head(state)
+        wait = self.wait_head(wait_inputs)
         logits = torch.cat([place, forward.view(batch, -1), wait], dim=-1)
         return logits + mask_logits(obs["action_mask"])
 

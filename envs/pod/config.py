@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envs.pod.credit import CREDIT_RULES
+from envs.schedulers import make_scheduler
 from envs.sim.perf import DEFAULT_PERF, PerfSwitches, perf_switches
 
 REWARD_KINDS = ("progress", "jct", "contention")
@@ -44,7 +45,9 @@ class PodSchedulingConfig:
     002's SIF rule; ties by arrival). ``job_times``: add how long each job runs (its
     remaining ideal time) to the job demands and the task, and how many rounds the job
     being placed was already sent back to wait -- what ordering and delaying by length
-    (SJF, 002's DSIF) read.
+    (SJF, 002's DSIF) read. ``advice``: a heuristic ``ordering+placement`` whose plan for
+    the round each agent also sees, as a one-hot of the action it advises
+    (:mod:`envs.pod.advice`); None (default) for 001's observation.
     ``perf``: the performance model, "contention" or "ideal" (:mod:`envs.sim.perf`);
     ``interference`` / ``communication`` switch either part of the contention model off.
     Unset (None), they follow ``perf`` (default "contention": both on); set, they must
@@ -78,6 +81,7 @@ class PodSchedulingConfig:
     room_features: bool = False
     queue_order: str = "arrival"
     job_times: bool = False
+    advice: str | None = None
 
     def __post_init__(self) -> None:
         choices = {
@@ -114,6 +118,8 @@ class PodSchedulingConfig:
         for name in ("room_features", "job_times"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.advice is not None:
+            check_advice(self.advice)
         if self.credit == "job" and self.reward != "jct":
             raise ValueError(
                 f"credit='job' re-attributes the jct reward's time in the system; it needs "
@@ -157,3 +163,15 @@ class PodSchedulingConfig:
             if self.communication is None
             else self.communication,
         )
+
+
+def check_advice(name: Any) -> None:
+    """Raise ValueError unless ``name`` is a heuristic the pod driver can run."""
+    if not isinstance(name, str):
+        raise ValueError(
+            f"advice must be a heuristic name like 'dsif+locality' or unset, got {name!r}"
+        )
+    try:
+        make_scheduler(name)
+    except ValueError as error:
+        raise ValueError(f"advice={name!r}: {error}") from None

@@ -55,6 +55,8 @@ Arguments
 ``envs.make_env("pod_scheduling_v0", **fields)``); defaults: fat-tree k=4, power8 servers,
 a Poisson workload of 40 jobs (15 per interval per scheduler), N=8, forward limit 2, the
 ``contention`` performance model (``perf="ideal"``: no interference, no communication).
+``advice="ordering+placement"`` adds that heuristic's advised action to every observation
+(:mod:`envs.pod.advice`).
 ``reset(seed=...)`` draws the workload (as ``simulate.py run`` does with the same seed) and
 the home schedulers; ``reset(options={"workload": Workload})`` runs a given workload.
 
@@ -71,6 +73,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from envs.pod.advice import Advisor
 from envs.pod.config import CONTENTION_WEIGHT_BRANCHES, GRAPH_LEVELS, PodSchedulingConfig
 from envs.pod.credit import CREDITED_REWARDS, JobCredit
 from envs.pod.decisions import DecisionRound
@@ -123,6 +126,7 @@ class PodSchedulingEnv(ParallelEnv):
         self.sim: Simulator | None = None
         self.round: DecisionRound | None = None
         self.rounds = 0
+        self.advisor: Advisor | None = None
 
     # ------------------------------------------------------------------ spaces
     @classmethod
@@ -188,6 +192,12 @@ class PodSchedulingEnv(ParallelEnv):
         self.round = None
         self._stretch_start = 0.0  # time the next rewards count from
         self.credit = JobCredit(num) if cfg.credit == "job" else None
+        # Seeded apart from np_random (a second child), so advice leaves the homes as they were.
+        self.advisor = (
+            Advisor(self, cfg.advice, int(seed_sequence.spawn(1)[0].generate_state(1)[0]))
+            if cfg.advice is not None
+            else None
+        )
         if self.sim.run_until_decision():
             self._start_round()
         infos = {agent: {} for agent in self.agents}
@@ -362,6 +372,11 @@ class PodSchedulingEnv(ParallelEnv):
         )
         # Actions are judged against exactly the masks their agents saw.
         self._masks = [observation["action_mask"] for observation in observations]
+        if self.advisor is not None:
+            for observation, advice in zip(
+                observations, self.advisor.advice(self._masks), strict=True
+            ):
+                observation["advice"] = advice
         return dict(zip(self.possible_agents, observations, strict=True))
 
 

@@ -12,13 +12,15 @@ level the environment picks the GPU group inside the chosen server itself.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from envs.pod.env import PodSchedulingEnv
 from envs.schedulers import PreemptionSettings, make_scheduler
 from envs.sim import JobStatus, Simulator
+
+if TYPE_CHECKING:  # the environment builds its advice from this module (envs.pod.advice)
+    from envs.pod.env import PodSchedulingEnv
 
 
 class _PlanningSimulator:

@@ -37,6 +37,9 @@ forward_targets         [P-1]           int64: scheduler node of each forward ac
 forward_room            [P-1, 3]        only with ``room_features``: each forward target's
                                         room for the job (:mod:`envs.pod.room`)
 action_mask             [A]             int8 (PettingZoo's test requires int8)
+advice                  [A]             only with ``advice``: int8 one-hot of the action
+                                        the heuristic's plan gives, zeros when the mask
+                                        forbids it (:mod:`envs.pod.advice`)
 partitions              [P, n, L + 2N]  only with others="full": every partition's
                                         node_features (same padding)
 ======================  ==============  ====================================================
@@ -213,6 +216,8 @@ class ObservationBuilder:
             entries["forward_room"] = spaces.Box(
                 shape=(max(self.num_agents - 1, 0), FORWARD_ROOM_FEATURES), **unit
             )
+        if self.config.advice is not None:
+            entries["advice"] = spaces.Box(0, 1, (self.num_actions,), np.int8)
         if self.config.others == "full":
             entries["partitions"] = spaces.Box(
                 shape=(self.num_agents, n, self.node_feature_size), **unbounded

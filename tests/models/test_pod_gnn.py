@@ -282,3 +282,29 @@ def test_forward_scores_read_each_targets_room() -> None:
     assert changed[:, targets + 1].all()
     assert not changed[:, :targets].any() and not changed[:, targets + 2 :].any()
     assert not changed[:, targets].any()
+
+
+def test_every_score_reads_whether_its_action_is_advised() -> None:
+    """With advice, moving the advice from one action to another changes those two
+    actions' logits only; without it the network has no advice input."""
+    env = PodSchedulingEnv(num_jobs=20, advice="fifo+packing")
+    net = build(env)
+    space = env.observation_space(env.possible_agents[0])
+    batch = as_batch(space, list(observations(env).values()))
+    batch["action_mask"][:] = 1
+    batch["advice"][:] = 0
+    batch["advice"][:, 0] = 1
+    before, state_before = net(batch)
+    targets = net.num_targets
+    for moved_to in (1, targets + 1, batch["advice"].shape[1] - 1):  # target, forward, wait
+        batch["advice"][:] = 0
+        batch["advice"][:, moved_to] = 1
+        after, state_after = net(batch)
+        changed = (before - after).abs() > 1e-7
+        assert changed[:, [0, moved_to]].all()
+        assert changed.sum() == 2 * len(changed)
+        assert torch.equal(state_before, state_after)  # the critic's state ignores advice
+    plain = build(PodSchedulingEnv(num_jobs=20))
+    assert not plain.advised and net.advised
+    widths = [net.place_head[0].in_features, net.forward_head[0].in_features]
+    assert widths == [plain.place_head[0].in_features + 1, plain.forward_head[0].in_features + 1]
