@@ -351,7 +351,10 @@ class WarmStartSection:
     loss (0: the critic keeps its random start); ``seed`` makes the pretraining
     deterministic. ``anchor`` > 0 (PPO only) adds ``anchor * KL(clone || policy)`` to
     PPO's loss, keeping the fine-tuned policy near the clone it started from
-    (:mod:`tune.anchor`); 0 is plain PPO.
+    (:mod:`tune.anchor`); 0 is plain PPO. ``confidence`` < 1 fits the actor to put that
+    probability on the heuristic's action and the rest evenly on the other legal ones
+    (default 1: plain cloning): a clone of an ``advice`` environment otherwise becomes
+    deterministic, and PPO, sampling only the advised actions, has nothing to compare.
     """
 
     heuristic: str = "fifo+packing"
@@ -364,6 +367,7 @@ class WarmStartSection:
     minibatch_size: int = 256
     value_weight: float = 0.5
     anchor: float = 0.0
+    confidence: float = 1.0
     seeds_from: int = 100_000
     seed: int = 0
 
@@ -387,6 +391,13 @@ class WarmStartSection:
         if self.lr_schedule not in LR_SCHEDULES:
             raise ConfigError(
                 f"warm_start.lr_schedule={self.lr_schedule!r}; allowed: {', '.join(LR_SCHEDULES)}"
+            )
+        if isinstance(self.confidence, bool) or not (
+            isinstance(self.confidence, int | float) and 0 < self.confidence <= 1
+        ):
+            raise ConfigError(
+                f"warm_start.confidence must be in (0, 1] (the teacher's target "
+                f"probability), got {self.confidence!r}"
             )
         for key in ("value_weight", "anchor"):
             value = getattr(self, key)

@@ -179,12 +179,17 @@ def build_module(experiment: ExperimentConfig) -> Any:
     return spec.build()
 
 
-def masked_cross_entropy(logits: Any, actions: Any, action_mask: Any) -> tuple[Any, Any]:
+def masked_cross_entropy(
+    logits: Any, actions: Any, action_mask: Any, confidence: float = 1.0
+) -> tuple[Any, Any]:
     """Mean cross-entropy of ``logits`` [B, A] (already masked) against ``actions`` [B]
     over the rows with more than one legal action, and that row selection [B] (bool).
 
     A row with a single legal action gives the same (zero) loss whatever the network
-    does, but it would still dilute the mean; with no such rows the loss is 0.
+    does, but it would still dilute the mean; with no such rows the loss is 0. With
+    ``confidence`` c < 1 the target is c on the teacher's action and 1 - c shared evenly
+    by the row's other legal actions (the clone then keeps that much probability off the
+    teacher's choice, for PPO to explore); masked actions always get 0.
     """
     import torch
 
@@ -193,7 +198,13 @@ def masked_cross_entropy(logits: Any, actions: Any, action_mask: Any) -> tuple[A
         return logits.sum() * 0.0, informative
     log_probabilities = torch.log_softmax(logits[informative], dim=-1)
     chosen = log_probabilities.gather(-1, actions[informative].unsqueeze(-1)).squeeze(-1)
-    return -chosen.mean(), informative
+    if confidence >= 1.0:
+        return -chosen.mean(), informative
+    legal = (action_mask[informative] > 0).float()
+    others = legal.scatter(-1, actions[informative].unsqueeze(-1), 0.0)
+    # Legal log-probabilities only: a masked action's is about the float minimum.
+    spread = (others * log_probabilities).sum(-1) / others.sum(-1)
+    return -(confidence * chosen + (1.0 - confidence) * spread).mean(), informative
 
 
 def _batch(trajectories: Trajectories, rows: np.ndarray) -> dict[str, Any]:
@@ -203,7 +214,7 @@ def _batch(trajectories: Trajectories, rows: np.ndarray) -> dict[str, Any]:
 
 
 def _losses(
-    module: Any, trajectories: Trajectories, rows: np.ndarray, scale: float
+    module: Any, trajectories: Trajectories, rows: np.ndarray, scale: float, confidence: float = 1.0
 ) -> tuple[Any, Any, int, int]:
     """Actor and critic losses on ``rows``, and (correct argmax, informative) counts."""
     import torch
@@ -213,7 +224,7 @@ def _losses(
     out = module.forward_train({Columns.OBS: obs})
     logits = out[Columns.ACTION_DIST_INPUTS]
     actions = torch.as_tensor(trajectories.actions[rows])
-    actor, informative = masked_cross_entropy(logits, actions, obs["action_mask"])
+    actor, informative = masked_cross_entropy(logits, actions, obs["action_mask"], confidence)
     values = module.compute_values({Columns.OBS: obs}, out.get(Columns.EMBEDDINGS))
     targets = torch.as_tensor(trajectories.returns[rows], dtype=values.dtype)
     critic = torch.mean(((values - targets) / scale) ** 2)
@@ -294,11 +305,14 @@ def pretrain(
     value_weight: float,
     seed: int,
     lr_schedule: str = "constant",
+    confidence: float = 1.0,
     log: Callable[[str], None] | None = None,
 ) -> ImitationReport:
     """Fit ``module`` to ``train`` (Adam, shuffled minibatches, ``epochs`` passes, the
-    step size ``lr`` throughout or along a half cosine to 0 with ``lr_schedule="cosine"``);
-    deterministic for a given ``seed``. Returns the report on ``heldout``."""
+    step size ``lr`` throughout or along a half cosine to 0 with ``lr_schedule="cosine"``;
+    the actor's target puts ``confidence`` on the teacher's action, see
+    :func:`masked_cross_entropy`); deterministic for a given ``seed``. Returns the report
+    on ``heldout``."""
     import torch
 
     torch.manual_seed(seed)
@@ -318,7 +332,7 @@ def pretrain(
         order = order_rng.permutation(len(train))
         for start in range(0, len(order), minibatch_size):
             rows = np.sort(order[start : start + minibatch_size])
-            actor, critic, _, _ = _losses(module, train, rows, scale)
+            actor, critic, _, _ = _losses(module, train, rows, scale, confidence)
             loss = actor + value_weight * critic
             optimizer.zero_grad()
             loss.backward()
@@ -410,6 +424,7 @@ def warm_start_clones(
             epochs=settings.epochs,
             lr=settings.lr,
             lr_schedule=settings.lr_schedule,
+            confidence=settings.confidence,
             minibatch_size=settings.minibatch_size,
             value_weight=settings.value_weight,
             seed=seed,

@@ -101,6 +101,30 @@ def test_cross_entropy_excludes_single_legal_action_steps() -> None:
     assert only_waits.item() == 0.0
 
 
+def test_confidence_spreads_the_rest_over_the_other_legal_actions() -> None:
+    # Row 0: three legal actions, the teacher chose 1; row 1 can only wait.
+    mask = torch.tensor([[1, 1, 1, 0], [0, 0, 0, 1]], dtype=torch.int8)
+    logits = torch.tensor([[2.0, 0.5, -1.0, -1e9], [-1e9, -1e9, -1e9, 0.0]])
+    actions = torch.tensor([1, 3])
+    loss, _ = masked_cross_entropy(logits, actions, mask, confidence=0.8)
+    log_p = torch.log_softmax(logits[0], -1)
+    expected = -(0.8 * log_p[1] + 0.1 * log_p[0] + 0.1 * log_p[2])
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    assert masked_cross_entropy(logits, actions, mask, confidence=1.0)[0].item() == (
+        pytest.approx(-log_p[1].item(), rel=1e-6)
+    )
+    # Its minimum is the target itself: 0.8 on the teacher, 0.1 on each other legal one.
+    free = torch.zeros(1, 4, requires_grad=True)
+    optimizer = torch.optim.Adam([free], lr=0.1)
+    masked = torch.tensor([[0.0, 0.0, 0.0, -1e9]])
+    for _ in range(500):
+        optimizer.zero_grad()
+        masked_cross_entropy(free + masked, actions[:1], mask[:1], 0.8)[0].backward()
+        optimizer.step()
+    probabilities = torch.softmax(free + masked, -1)[0]
+    assert probabilities.tolist() == pytest.approx([0.1, 0.8, 0.1, 0.0], abs=1e-3)
+
+
 def test_pretraining_beats_random_legal_actions_and_is_deterministic(tmp_path: Path) -> None:
     experiment = tiny_experiment()
     path, report = warm_start(experiment, tmp_path / "first")
@@ -203,6 +227,15 @@ def test_the_saved_module_loads_into_the_algorithm(ray_local, tmp_path: Path) ->
         (
             {"warm_start": {"lr_schedule": "linear"}},
             r"warm_start.lr_schedule='linear'; allowed: constant, cosine",
+        ),
+        (
+            {"warm_start": {"confidence": 0}},
+            r"warm_start.confidence must be in \(0, 1\] \(the teacher's target "
+            r"probability\), got 0",
+        ),
+        (
+            {"warm_start": {"confidence": 1.2}},
+            r"warm_start.confidence must be in \(0, 1\]",
         ),
         (
             {"warm_start": {"value_weight": -1}},
