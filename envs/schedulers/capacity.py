@@ -75,6 +75,35 @@ def sockets_capacity(
     return np.minimum(by_gpus, np.maximum(by_cores, 0))
 
 
+def rows_capacity(
+    group_socket: np.ndarray | None,
+    free_gpus: np.ndarray,
+    free_cores: np.ndarray,
+    gpus: int,
+    cpus: float,
+    slack: float = 0.0,
+) -> np.ndarray:
+    """:func:`sockets_capacity` summed over the sockets, for many states at once: row ``k``
+    of ``free_gpus[K, G]`` and ``free_cores[K, S]`` is one state of the cluster.
+
+    ``slack`` (cores) loosens the core test: callers that built the rows by summing in
+    another order than the view does use it to get a superset of the exact answers.
+    """
+    if gpus <= 0:
+        by_group = np.full(free_gpus.shape, UNBOUNDED, dtype=np.int64)
+    else:
+        by_group = free_gpus // gpus
+    if group_socket is None:
+        by_gpus = by_group
+    else:
+        by_gpus = np.zeros(free_cores.shape, dtype=np.int64)
+        np.add.at(by_gpus, (slice(None), group_socket), by_group)
+    if cpus > 0:
+        by_cores = np.floor((free_cores + (CORE_TOLERANCE + slack)) / cpus).astype(np.int64)
+        by_gpus = np.minimum(by_gpus, np.maximum(by_cores, 0))
+    return by_gpus.sum(axis=1)
+
+
 def server_capacity(
     cluster: Cluster, free_gpus: np.ndarray, free_cores: np.ndarray, gpus: int, cpus: float
 ) -> np.ndarray:

@@ -20,6 +20,9 @@ from envs.schedulers.tentative import ServerRoom, Tentative
 from envs.schedulers.view import ClusterView
 from envs.sim import Simulator
 
+_NONE = int(np.iinfo(np.int64).max)
+"""Tightness of a server that cannot hold the rest of the job."""
+
 
 def pack(attempt: Tentative, allowed: np.ndarray | None = None) -> np.ndarray | None:
     """Run 002's packing rule on ``attempt``, using only servers where ``allowed`` is True."""
@@ -32,14 +35,14 @@ def pack(attempt: Tentative, allowed: np.ndarray | None = None) -> np.ndarray | 
             return attempt.result()
         # Fewest free GPUs first (argmin: ties to the lower index); holds_all is necessary
         # only, so confirm by filling and fall back to the next candidate.
-        tightness = np.where(room.holds_all(), room.free_gpus, np.iinfo(np.int64).max)
-        while tightness.size and tightness.min() < np.iinfo(np.int64).max:
+        tightness = np.where(room.holds_all(), room.free_gpus, _NONE)
+        while tightness.size and tightness.min() < _NONE:
             server = int(np.argmin(tightness))
             saved = attempt.checkpoint()
             if attempt.fill_server(server, todo) == len(todo):
                 return attempt.result()
             attempt.restore(saved)
-            tightness[server] = np.iinfo(np.int64).max
+            tightness[server] = _NONE
         takes_some = room.takes_some()
         if not takes_some.any():
             return None

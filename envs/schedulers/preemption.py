@@ -30,6 +30,19 @@ LAS only demotes a job when it crosses a threshold, and SRTF's running jobs only
 better, so preemptions come from arrivals and demotions, not from jobs overtaking each
 other back and forth.
 
+**Speed.** Most plans fail (issue 20's 10k-job Philly replay under LAS asks for about
+three per decision). What each victim holds is read once per pass into one row per
+victim (GPUs per group, cores per socket), and a plan first tests the job's necessary
+condition (totals and the exact per-kind capacity of :mod:`.capacity`) on the view with
+all its victims released -- one vectorized test, where most failures end. Otherwise the
+victims released one by one are probed in chunks, by cumulative sums over those rows,
+for the first one after which the necessary test may pass; the releases up to it are
+then made on the scratch view, whose own test and placement decide as before. The probe
+is a superset of the view's test (its core sums get a little slack, since they add in
+another order), so it never skips a release the one-by-one walk would have placed
+after: schedules are those of the walk. The jobs a failure rules out (3.) are masked in
+one vectorized comparison.
+
 **Wake-ups.** Priorities also change while nothing happens: a running LAS job crosses
 a threshold, a guarded job's minimum run ends. In event mode the scheduler asks the
 simulator for a decision at the earliest such time while a waiting job could then
@@ -44,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from envs.schedulers.base import Ordering, Placement, check_min_run
+from envs.schedulers.capacity import one_group_per_socket, rows_capacity
 from envs.schedulers.domains import locality_levels
 from envs.schedulers.las import check_promote_knob, check_thresholds
 from envs.schedulers.locality import best_level
@@ -129,7 +143,8 @@ class Preemptor:
         shapes = self.shape_of[candidates]
         alive = np.ones(len(candidates), dtype=bool)
         preempted = False
-        failed = _FailedDemands()
+        failed = _FailedDemands(sim, candidates)
+        held: _VictimRows | None = None  # built at the first plan: most passes make none
         position = 0
         while len(victims):
             ahead = alive[position:]
@@ -142,15 +157,16 @@ class Preemptor:
             groups = view.place(self.placement, job)
             if groups is None:
                 mine = victim_rank > job_rank
-                plan = None
-                if not failed.dominated(sim, job):
-                    plan = self._plan(sim, view, job, victims[mine], victim_rank[mine])
+                if held is None:
+                    held = _VictimRows.of_jobs(sim, victims)
+                plan = self._plan(sim, view, job, victims[mine], victim_rank[mine], held.of(mine))
                 if plan is None:
-                    failed.add(sim, job)
                     if strict:
                         break
-                    # Jobs alike behind it have fewer victims: they fail too.
+                    # Jobs alike behind it have fewer victims: they fail too; so do the
+                    # jobs its demand rules out (see _FailedDemands), skipped untried.
                     alive[position:] &= shapes[position:] != shapes[position]
+                    alive[position:] &= ~failed.ruled_out(position)[position:]
                     position += 1
                     continue
                 chosen, groups = plan
@@ -159,6 +175,7 @@ class Preemptor:
                     sim.preempt(victim)
                 kept = ~np.isin(victims, chosen)
                 victims, victim_rank = victims[kept], victim_rank[kept]
+                held = None if held is None else held.of(kept)
                 preempted = True
             start(job, groups)
             position += 1
@@ -200,17 +217,31 @@ class Preemptor:
         return running[(started < sim.now) & (ran >= self.ordering.min_run_s - tolerance)]
 
     def _plan(
-        self, sim: Simulator, view: ClusterView, job: int, victims: np.ndarray, rank: np.ndarray
+        self,
+        sim: Simulator,
+        view: ClusterView,
+        job: int,
+        victims: np.ndarray,
+        rank: np.ndarray,
+        held: _VictimRows,
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """``(victims to preempt, task groups)`` that let ``job`` start, or None.
 
-        ``victims`` (with their joint ``rank``) are tried closest in GPUs to the job first,
-        the lowest-ranked first among equals.
+        ``victims`` (with their joint ``rank`` and what they ``held``) are tried closest in
+        GPUs to the job first, the lowest-ranked first among equals.
         """
         tasks = JobTasks.of(sim, job)
-        held = sim.running_gpus[victims]
-        tried_first = np.lexsort((-rank, np.abs(held - tasks.total_gpus)))
-        victims = victims[tried_first]
+        # Most plans fail, and fail here: not even all the victims together leave room
+        # (the test is necessary; the view's own test on fewer victims could only fail).
+        if not _possible_rooms(
+            sim,
+            tasks,
+            view.free_gpus + held.gpus.sum(axis=0, keepdims=True),
+            view.free_cores + held.cores.sum(axis=0, keepdims=True),
+        )[0]:
+            return None
+        tried_first = np.lexsort((-rank, np.abs(sim.running_gpus[victims] - tasks.total_gpus)))
+        victims, held = victims[tried_first], held.of(tried_first)
         # Fewer victims than the first `enough` cannot free the job's GPUs and cores in
         # total (could_hold's first test): release those in one go, untested.
         workers = sim.running_workers[victims]
@@ -227,19 +258,29 @@ class Preemptor:
         released: list[int] = victims[:skip].tolist()
         scratch.release_all(released)
         first: tuple[int, np.ndarray] | None = None
+        room: np.ndarray | None = None
         locality = locality_levels(sim.cluster)
         best = self._best_level(sim, job)
-        for victim in victims[skip:].tolist():
-            scratch.release(victim)
-            released.append(victim)
-            # The vectorized necessary test first: placements cost more.
+        position = skip
+        while position < len(victims):
+            stop = position + 1
+            if first is None:
+                # Until some room is found, only the victims after which the necessary
+                # test may pass deserve a placement: find the next one vectorized.
+                stop = _next_possible_room(sim, scratch, tasks, held, position) + 1
+                if stop > len(victims):
+                    break  # even all the victims leave no room
+            batch = victims[position:stop].tolist()
+            scratch.release_all(batch)
+            released.extend(batch)
+            position = stop
             if not scratch.could_hold(tasks):
                 continue
             groups = scratch.place(self.placement, job)
             if groups is None:
                 continue
             if locality.span_level(sim.cluster.group_server[groups]) <= best:
-                first = None
+                room = groups
                 break
             # Room, but spread wider than the job would be alone: a few more victims may
             # free it in one piece (a spread ring can run several times slower).
@@ -247,14 +288,15 @@ class Preemptor:
                 first = (len(released), groups)
             elif len(released) - first[0] >= _CONSOLIDATION_TRIES:
                 break
-        else:
-            if first is None:
-                return None
-        if first is not None:
+        if room is not None:
+            groups = room
+        elif first is not None:
             count, groups = first
             released = released[:count]
+        else:
+            return None
         # Keep running the victims whose GPUs and cores the placement leaves alone.
-        needed = np.array([v for v in released if _overlaps(sim, v, groups)], dtype=np.int64)
+        needed = _overlapping(sim, np.array(released, dtype=np.int64), groups)
         if len(needed) < len(released):
             trial = view.copy()
             trial.release_all(needed.tolist())
@@ -265,39 +307,31 @@ class Preemptor:
 
 
 class _FailedDemands:
-    """Demands that found no room in this preemption pass, to skip the jobs they rule out.
+    """The demands of a preemption pass's candidates, to skip the jobs a failure rules out.
 
     Candidates come in rank order, so a later one has a subset of an earlier one's
     victims, and starts only take resources away. A job of identical tasks (no parameter
     servers) that needs at least as many tasks as a failed one, each with at least as many
-    GPUs and cores, can then not be placed either: capacity for such tasks is exact
-    (:meth:`~envs.schedulers.view.ClusterView.could_hold`), and it only shrinks as tasks
-    grow. Most plans of a pass fail, most of them for this reason.
+    GPUs and cores, can then not be placed either, nor room made for it: capacity for such
+    tasks is exact (:meth:`~envs.schedulers.view.ClusterView.could_hold`), and it only
+    shrinks as tasks grow. Most plans of a pass would fail, most of them for this reason.
     """
 
-    def __init__(self) -> None:
-        self._rows: list[tuple[int, int, float]] = []
+    def __init__(self, sim: Simulator, candidates: np.ndarray) -> None:
+        self._alike = sim.num_ps[candidates] == 0
+        self._workers = sim.num_workers[candidates]
+        self._gpus = sim.worker_gpus[candidates]
+        self._cpus = sim.worker_cpus[candidates]
 
-    @staticmethod
-    def _demand(sim: Simulator, job: int) -> tuple[int, int, float] | None:
-        if sim.num_ps[job] > 0:
-            return None
-        return int(sim.num_workers[job]), int(sim.worker_gpus[job]), float(sim.worker_cpus[job])
-
-    def add(self, sim: Simulator, job: int) -> None:
-        """Record that ``job`` found no room."""
-        demand = self._demand(sim, job)
-        if demand is not None:
-            self._rows.append(demand)
-
-    def dominated(self, sim: Simulator, job: int) -> bool:
-        """Whether a recorded failure rules ``job`` out."""
-        demand = self._demand(sim, job)
-        if demand is None:
-            return False
-        workers, gpus, cpus = demand
-        return any(
-            workers >= w and gpus >= g and cpus >= c - CORE_TOLERANCE for w, g, c in self._rows
+    def ruled_out(self, failed: int) -> np.ndarray:
+        """Boolean per candidate: candidate ``failed`` found no room, so this one cannot."""
+        if not self._alike[failed]:
+            return np.zeros(len(self._alike), dtype=bool)
+        return (
+            self._alike
+            & (self._workers >= self._workers[failed])
+            & (self._gpus >= self._gpus[failed])
+            & (self._cpus >= self._cpus[failed] - CORE_TOLERANCE)
         )
 
 
@@ -316,10 +350,84 @@ def joint_ranks(sim: Simulator, ordering: Ordering, jobs: np.ndarray) -> np.ndar
     return rank
 
 
-def _overlaps(sim: Simulator, victim: int, groups: np.ndarray) -> bool:
-    """Whether running ``victim`` holds GPUs of ``groups`` or cores of their sockets."""
-    victim_groups, _ = sim.job_placement(victim)
+def _overlapping(sim: Simulator, victims: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """The running ``victims`` holding GPUs of ``groups`` or cores of their sockets.
+
+    A GPU of one of ``groups`` lies on one of their sockets, so testing the sockets the
+    victims' tasks use answers both.
+    """
     cluster = sim.cluster
-    if np.isin(victim_groups, groups).any():
-        return True
-    return bool(np.isin(cluster.group_socket[victim_groups], cluster.group_socket[groups]).any())
+    owner, task_group, _, _ = sim.placements_of(victims)
+    on_socket = np.zeros(cluster.num_sockets, dtype=bool)
+    on_socket[cluster.group_socket[groups]] = True
+    hit = np.zeros(len(victims), dtype=bool)
+    hit[owner[on_socket[cluster.group_socket[task_group]]]] = True
+    return victims[hit]
+
+
+_PROBE_SLACK = 1e-6
+"""Cores of slack in the vectorized room test: its sums may round differently from the
+view's, so it may pass where the view's test fails (never the reverse); the view's own
+test confirms."""
+
+_PROBE_CHUNK = 64
+"""Victims per vectorized room test: the test stops at the first chunk with room."""
+
+
+def _possible_rooms(
+    sim: Simulator, tasks: JobTasks, free_gpus: np.ndarray, free_cores: np.ndarray
+) -> np.ndarray:
+    """Boolean per row of ``free_gpus[K, G]`` and ``free_cores[K, S]`` (states of the
+    cluster): ``tasks`` may pass the view's :meth:`~.view.ClusterView.could_hold` there,
+    a superset of the exact answers (see :data:`_PROBE_SLACK`)."""
+    cluster = sim.cluster
+    group_socket = None if one_group_per_socket(cluster) else cluster.group_socket
+    possible = (free_gpus.sum(axis=1) >= tasks.total_gpus) & (
+        free_cores.sum(axis=1) + (CORE_TOLERANCE + _PROBE_SLACK) >= tasks.total_cpus
+    )
+    for kind in tasks.kinds:
+        capacity = rows_capacity(
+            group_socket, free_gpus, free_cores, kind.gpus, kind.cpus, _PROBE_SLACK
+        )
+        possible &= capacity >= kind.count
+    return possible
+
+
+def _next_possible_room(
+    sim: Simulator, scratch: ClusterView, tasks: JobTasks, held: _VictimRows, start: int
+) -> int:
+    """The first ``k >= start`` such that ``tasks`` may pass ``scratch.could_hold`` once
+    the victims ``start .. k`` of ``held`` are released on it, or ``len(held)`` if none
+    (:func:`_possible_rooms`, for many releases at once)."""
+    free_gpus, free_cores = scratch.free_gpus, scratch.free_cores
+    for low in range(start, len(held), _PROBE_CHUNK):
+        high = min(low + _PROBE_CHUNK, len(held))
+        # Row k: the free resources once the chunk's first k + 1 victims are released.
+        gpus = free_gpus + np.cumsum(held.gpus[low:high], axis=0)
+        cores = free_cores + np.cumsum(held.cores[low:high], axis=0)
+        possible = _possible_rooms(sim, tasks, gpus, cores)
+        if possible.any():
+            return low + int(np.argmax(possible))
+        free_gpus, free_cores = gpus[-1], cores[-1]
+    return len(held)
+
+
+class _VictimRows:
+    """What each of some running jobs holds: ``gpus[V, G]`` per GPU group and
+    ``cores[V, S]`` per socket, one row per job (built once per preemption pass)."""
+
+    def __init__(self, gpus: np.ndarray, cores: np.ndarray) -> None:
+        self.gpus = gpus
+        self.cores = cores
+
+    @classmethod
+    def of_jobs(cls, sim: Simulator, jobs: np.ndarray) -> _VictimRows:
+        """The rows of running ``jobs``."""
+        return cls(*sim.held_by(jobs))
+
+    def of(self, which: np.ndarray) -> _VictimRows:
+        """The rows ``which`` selects (a mask or indices)."""
+        return _VictimRows(self.gpus[which], self.cores[which])
+
+    def __len__(self) -> int:
+        return len(self.gpus)

@@ -9,7 +9,8 @@ problem they settle by actually filling.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,25 +37,48 @@ class TaskKind:
 
 @dataclass(frozen=True)
 class JobTasks:
-    """The tasks of one job: per-task demands (workers first) and their kinds."""
+    """The tasks of one job: per-task demands (workers first) and their kinds.
+
+    ``total_gpus``, ``total_cpus`` and ``kinds`` are computed once, when the tasks are
+    built: placements read them on every attempt.
+    """
 
     job: int
     gpus: np.ndarray
     cpus: np.ndarray
     num_workers: int
+    total_gpus: int = field(init=False)
+    total_cpus: float = field(init=False)
+    kinds: tuple[TaskKind, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Frozen: derived fields are set the way dataclasses set fields themselves.
+        object.__setattr__(self, "total_gpus", int(self.gpus.sum()))
+        object.__setattr__(self, "total_cpus", float(self.cpus.sum()))
+        object.__setattr__(self, "kinds", self._kinds())
 
     @classmethod
     def of(cls, sim: Simulator, job: int) -> JobTasks:
         """The tasks ``job`` asks for, at its requested number of workers.
 
         The same arrays as ``sim.task_demands(job)``, built from the per-job columns
-        directly: placements ask for them on every attempt.
+        directly, once per simulator and job: placements ask for them on every attempt,
+        and a job's requested tasks never change (the arrays are read-only).
         """
-        workers, ps = int(sim.num_workers[job]), int(sim.num_ps[job])
-        counts = (workers, ps)
-        gpus = np.repeat(np.array([sim.worker_gpus[job], sim.ps_gpus[job]], np.int64), counts)
-        cpus = np.repeat(np.array([sim.worker_cpus[job], sim.ps_cpus[job]], np.float64), counts)
-        return cls(int(job), gpus, cpus, workers)
+        job = int(job)
+        try:
+            cache = _CACHE.setdefault(sim, {})
+        except TypeError:  # a simulator stand-in that cannot be weakly referenced
+            cache = {}
+        tasks = cache.get(job)
+        if tasks is None:
+            workers, ps = int(sim.num_workers[job]), int(sim.num_ps[job])
+            counts = (workers, ps)
+            gpus = np.repeat(np.array([sim.worker_gpus[job], sim.ps_gpus[job]], np.int64), counts)
+            cpus = np.repeat(np.array([sim.worker_cpus[job], sim.ps_cpus[job]], np.float64), counts)
+            gpus.flags.writeable = cpus.flags.writeable = False
+            tasks = cache[job] = cls(job, gpus, cpus, workers)
+        return tasks
 
     @property
     def count(self) -> int:
@@ -62,22 +86,11 @@ class JobTasks:
         return len(self.gpus)
 
     @property
-    def total_gpus(self) -> int:
-        """GPUs over all tasks."""
-        return int(self.gpus.sum())
-
-    @property
-    def total_cpus(self) -> float:
-        """Cores over all tasks."""
-        return float(self.cpus.sum())
-
-    @property
     def is_worker(self) -> np.ndarray:
         """Boolean per task: True for workers."""
         return np.arange(self.count) < self.num_workers
 
-    @property
-    def kinds(self) -> tuple[TaskKind, ...]:
+    def _kinds(self) -> tuple[TaskKind, ...]:
         """Workers, then parameter servers when the job has any."""
         workers = TaskKind(int(self.gpus[0]), float(self.cpus[0]), 0, self.num_workers)
         num_ps = self.count - self.num_workers
@@ -90,3 +103,7 @@ class JobTasks:
             num_ps,
         )
         return (workers, ps)
+
+
+_CACHE: weakref.WeakKeyDictionary[Simulator, dict[int, JobTasks]] = weakref.WeakKeyDictionary()
+"""Per simulator, the tasks of each job asked for so far (see :meth:`JobTasks.of`)."""

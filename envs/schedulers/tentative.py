@@ -114,20 +114,49 @@ class Tentative:
         return best
 
     def fill_server(self, server: int, tasks: np.ndarray) -> int:
-        """Assign as many of ``tasks`` (in order) to ``server`` as fit; returns how many."""
-        placed = 0
+        """Assign as many of ``tasks`` (in order) to ``server`` as fit; returns how many.
+
+        Each task goes where :meth:`best_group_in_server` would put it, given the tasks
+        assigned before it; the server's few groups are read into Python numbers once,
+        since a numpy call per task and group costs more than the arithmetic.
+        """
+        cluster = self.cluster
+        start, stop = cluster.server_group_offsets[server : server + 2].tolist()
+        free_gpus = self.free_gpus[start:stop].tolist()
+        sockets = cluster.group_socket[start:stop].tolist()
+        cores = {socket: float(self.free_cores[socket]) for socket in sockets}
+        hosting = set(self.groups.tolist())
+        demands = self.tasks.gpus.tolist(), self.tasks.cpus.tolist()
+        placed: list[tuple[int, int]] = []
         failed_kinds: set[int] = set()
         for task in tasks.tolist():
             kind = 0 if task < self.tasks.num_workers else 1
             if kind in failed_kinds:
                 continue  # an identical task did not fit; neither will this one
-            group = self.best_group_in_server(task, server)
-            if group < 0:
+            need_gpus, need_cpus = demands[0][task], demands[1][task]
+            # best_group_in_server's choice: a hosting group, then the tightest fit, then
+            # the lowest index.
+            best, best_key = -1, None
+            for offset, free in enumerate(free_gpus):
+                if free < need_gpus or cores[sockets[offset]] < need_cpus - CORE_TOLERANCE:
+                    continue
+                key = (start + offset not in hosting, free)
+                if best_key is None or key < best_key:
+                    best, best_key = offset, key
+            if best < 0:
                 failed_kinds.add(kind)
                 continue
-            self.assign(task, group)
-            placed += 1
-        return placed
+            free_gpus[best] -= need_gpus
+            cores[sockets[best]] -= need_cpus
+            hosting.add(start + best)
+            placed.append((task, start + best))
+        for task, group in placed:
+            self.groups[task] = group
+        if placed:
+            self.free_gpus[start:stop] = free_gpus
+            for socket, free in cores.items():
+                self.free_cores[socket] = free
+        return len(placed)
 
 
 class ServerRoom:

@@ -314,6 +314,51 @@ class Simulator:
             raise ValueError(f"job {job} is not running")
         return record.task_group.copy(), record.gpus.copy()
 
+    def placements_of(self, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The tasks of running ``jobs``, concatenated: ``(owner, task_group, task_gpus,
+        task_cpus)``, ``owner`` the position in ``jobs`` of each task's job.
+
+        One call for many jobs: a scheduler planning preemptions reads every victim's
+        room at once instead of a :meth:`job_placement` per victim.
+        """
+        records = [self._job_tasks[job] for job in np.asarray(jobs).tolist()]
+        if not records:
+            none = np.zeros(0, np.int64)
+            return none, none, none, np.zeros(0)
+        counts = [len(record.task_group) for record in records]
+        owner = np.repeat(np.arange(len(records)), counts)
+        return (
+            owner,
+            np.concatenate([record.task_group for record in records]),
+            np.concatenate([record.task_gpus for record in records]),
+            np.concatenate([record.task_cpus for record in records]),
+        )
+
+    def held_by(self, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(gpus[V, G], cores[V, S])``: the GPUs per group and cores per socket each of
+        running ``jobs`` holds, one row per job.
+
+        Each placement's rows are built once, at the first ask, and kept while the job
+        runs there: a scheduler planning preemptions reads them at every decision.
+        """
+        records = [self._job_tasks[job] for job in np.asarray(jobs).tolist()]
+        cluster = self.cluster
+        if not records:
+            return (
+                np.zeros((0, cluster.num_gpu_groups), np.int64),
+                np.zeros((0, cluster.num_sockets)),
+            )
+        held = []
+        for record in records:
+            if record.held is None:
+                gpus = np.zeros(cluster.num_gpu_groups, np.int64)
+                cores = np.zeros(cluster.num_sockets)
+                np.add.at(gpus, record.task_group, record.task_gpus)
+                np.add.at(cores, cluster.group_socket[record.task_group], record.task_cpus)
+                record.held = (gpus, cores)
+            held.append(record.held)
+        return np.stack([gpus for gpus, _ in held]), np.stack([cores for _, cores in held])
+
     def task_demands(
         self, job: int, num_workers: int | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
@@ -842,6 +887,8 @@ class _JobPlacement:
     servers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     tasks: TaskRows = field(default_factory=TaskRows.empty)
     pairs: PairRows = field(default_factory=PairRows.empty)
+    # (GPUs per group, cores per socket) of this placement, built when first asked.
+    held: tuple[np.ndarray, np.ndarray] | None = None
 
     @staticmethod
     def empty() -> _JobPlacement:
