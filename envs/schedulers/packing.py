@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from envs.schedulers.base import Placement
-from envs.schedulers.tasks import JobTasks
+from envs.schedulers.capacity import sockets_capacity
+from envs.schedulers.tasks import CORE_TOLERANCE, JobTasks
 from envs.schedulers.tentative import ServerRoom, Tentative
 from envs.schedulers.view import ClusterView
 from envs.sim import Simulator
@@ -26,6 +27,13 @@ _NONE = int(np.iinfo(np.int64).max)
 
 def pack(attempt: Tentative, allowed: np.ndarray | None = None) -> np.ndarray | None:
     """Run 002's packing rule on ``attempt``, using only servers where ``allowed`` is True."""
+    if len(attempt.tasks.kinds) == 1:
+        return _pack_alike(attempt, allowed)
+    return _pack_any(attempt, allowed)
+
+
+def _pack_any(attempt: Tentative, allowed: np.ndarray | None) -> np.ndarray | None:
+    """:func:`pack` for any job, workers and parameter servers alike or not."""
     room = ServerRoom(attempt, allowed)
     if not room.could_ever_fit():
         return None
@@ -51,6 +59,63 @@ def pack(attempt: Tentative, allowed: np.ndarray | None = None) -> np.ndarray | 
         if attempt.fill_server(server, todo) == 0:
             return None
         room.refresh(server)
+
+
+def _pack_alike(attempt: Tentative, allowed: np.ndarray | None) -> np.ndarray | None:
+    """:func:`pack` for a job whose tasks are all alike (no parameter servers).
+
+    The same steps on the same numbers, without :class:`~.tentative.ServerRoom`'s
+    bookkeeping for two kinds: a server fills a prefix of the unplaced tasks (once one
+    task does not fit, no identical one does), so the unplaced tasks stay a suffix.
+    """
+    kind = attempt.tasks.kinds[0]
+    cluster = attempt.cluster
+    free_gpus, free_cores = attempt.server_free()
+    capacity = attempt.server_capacity(kind)
+    if int((capacity if allowed is None else capacity[allowed]).sum()) < kind.count:
+        return None
+    todo = attempt.unplaced
+    while True:
+        left = len(todo)
+        if not left:
+            return attempt.result()
+        holds = (
+            (free_gpus >= kind.gpus * left)
+            & (free_cores >= kind.cpus * left - CORE_TOLERANCE)
+            & (capacity >= left)
+        )
+        if allowed is not None:
+            holds &= allowed
+        # Fewest free GPUs first (argmin: ties to the lower index), confirmed by filling.
+        tightness = np.where(holds, free_gpus, _NONE)
+        while tightness.size and tightness.min() < _NONE:
+            server = int(np.argmin(tightness))
+            saved = attempt.checkpoint()
+            if attempt.fill_server(server, todo) == left:
+                return attempt.result()
+            attempt.restore(saved)
+            tightness[server] = _NONE
+        takes_some = capacity > 0
+        if allowed is not None:
+            takes_some &= allowed
+        if not takes_some.any():
+            return None
+        server = int(np.argmax(np.where(takes_some, free_gpus, -1)))
+        placed = attempt.fill_server(server, todo)
+        if placed == 0:
+            return None
+        todo = todo[placed:]
+        # ServerRoom.refresh, for the one kind.
+        group_start, group_stop = cluster.server_group_offsets[server : server + 2]
+        socket_start, socket_stop = cluster.server_socket_offsets[server : server + 2]
+        server_gpus = attempt.free_gpus[group_start:group_stop]
+        server_cores = attempt.free_cores[socket_start:socket_stop]
+        free_gpus[server] = server_gpus.sum()
+        free_cores[server] = server_cores.sum()
+        local_socket = cluster.group_socket[group_start:group_stop] - socket_start
+        capacity[server] = sockets_capacity(
+            local_socket, server_gpus, server_cores, kind.gpus, kind.cpus
+        ).sum()
 
 
 def pack_one(attempt: Tentative) -> np.ndarray | None:

@@ -158,8 +158,8 @@ class Preemptor:
             if groups is None:
                 mine = victim_rank > job_rank
                 if held is None:
-                    held = _VictimRows.of_jobs(sim, victims)
-                plan = self._plan(sim, view, job, victims[mine], victim_rank[mine], held.of(mine))
+                    held = _VictimRows.of_jobs(sim, victims, victim_rank)
+                plan = self._plan(sim, view, job, victims[mine], victim_rank[mine], held, mine)
                 if plan is None:
                     if strict:
                         break
@@ -173,9 +173,10 @@ class Preemptor:
                 for victim in chosen.tolist():
                     view.release(victim)  # reads the placement: before the simulator drops it
                     sim.preempt(victim)
-                kept = ~np.isin(victims, chosen)
+                # A few victims at most: a broadcast comparison beats np.isin's sorting.
+                kept = ~(victims[:, None] == chosen[None, :]).any(axis=1)
                 victims, victim_rank = victims[kept], victim_rank[kept]
-                held = None if held is None else held.of(kept)
+                held = None  # rebuilt for the victims left, if another plan is needed
                 preempted = True
             start(job, groups)
             position += 1
@@ -223,25 +224,25 @@ class Preemptor:
         job: int,
         victims: np.ndarray,
         rank: np.ndarray,
-        held: _VictimRows,
+        pass_rows: _VictimRows,
+        mine: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """``(victims to preempt, task groups)`` that let ``job`` start, or None.
 
-        ``victims`` (with their joint ``rank`` and what they ``held``) are tried closest in
-        GPUs to the job first, the lowest-ranked first among equals.
+        ``victims`` (with their joint ``rank``) are tried closest in GPUs to the job first,
+        the lowest-ranked first among equals; they are the pass's victims where ``mine``
+        is True, and ``pass_rows`` what all those hold.
         """
         tasks = JobTasks.of(sim, job)
         # Most plans fail, and fail here: not even all the victims together leave room
         # (the test is necessary; the view's own test on fewer victims could only fail).
+        gpus, cores = pass_rows.ranked_after(len(victims))
         if not _possible_rooms(
-            sim,
-            tasks,
-            view.free_gpus + held.gpus.sum(axis=0, keepdims=True),
-            view.free_cores + held.cores.sum(axis=0, keepdims=True),
+            sim, tasks, (view.free_gpus + gpus)[None, :], (view.free_cores + cores)[None, :]
         )[0]:
             return None
         tried_first = np.lexsort((-rank, np.abs(sim.running_gpus[victims] - tasks.total_gpus)))
-        victims, held = victims[tried_first], held.of(tried_first)
+        victims, held = victims[tried_first], pass_rows.of(mine).of(tried_first)
         # Fewer victims than the first `enough` cannot free the job's GPUs and cores in
         # total (could_hold's first test): release those in one go, untested.
         workers = sim.running_workers[victims]
@@ -414,20 +415,38 @@ def _next_possible_room(
 
 class _VictimRows:
     """What each of some running jobs holds: ``gpus[V, G]`` per GPU group and
-    ``cores[V, S]`` per socket, one row per job (built once per preemption pass)."""
+    ``cores[V, S]`` per socket, one row per job (built once per preemption pass).
 
-    def __init__(self, gpus: np.ndarray, cores: np.ndarray) -> None:
+    With the jobs' joint ranks, also the running sums of the rows from the lowest-ranked
+    job up: what the jobs ranked after any waiting job hold together, in one lookup.
+    """
+
+    def __init__(self, gpus: np.ndarray, cores: np.ndarray, rank: np.ndarray | None = None):
         self.gpus = gpus
         self.cores = cores
+        self._rank = rank
+        self._sums: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
-    def of_jobs(cls, sim: Simulator, jobs: np.ndarray) -> _VictimRows:
-        """The rows of running ``jobs``."""
-        return cls(*sim.held_by(jobs))
+    def of_jobs(cls, sim: Simulator, jobs: np.ndarray, rank: np.ndarray) -> _VictimRows:
+        """The rows of running ``jobs``, whose joint ranks are ``rank`` (distinct)."""
+        return cls(*sim.held_by(jobs), rank)
 
     def of(self, which: np.ndarray) -> _VictimRows:
         """The rows ``which`` selects (a mask or indices)."""
         return _VictimRows(self.gpus[which], self.cores[which])
+
+    def ranked_after(self, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(gpus[G], cores[S])`` the ``count`` lowest-ranked jobs hold together."""
+        if self._sums is None:
+            assert self._rank is not None, "rows built without ranks"
+            lowest_first = np.argsort(-self._rank)
+            self._sums = (
+                np.cumsum(self.gpus[lowest_first], axis=0),
+                np.cumsum(self.cores[lowest_first], axis=0),
+            )
+        gpus, cores = self._sums
+        return gpus[count - 1], cores[count - 1]
 
     def __len__(self) -> int:
         return len(self.gpus)

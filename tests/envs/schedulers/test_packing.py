@@ -85,3 +85,32 @@ def test_cores_count_as_well_as_gpus(setup_sim, job_spec):
     # Server 0: 3 free GPUs, 2 + 2 free cores: no 4-core task fits. Server 1: 4 GPUs.
     # Server 1: both tasks fit group 2 (2 GPUs, 8 cores on socket 2).
     assert place(sim, 0) == [2, 2]
+
+
+@pytest.mark.parametrize("server", ["dgx1", "minsky", "power8"])
+def test_alike_tasks_take_the_general_steps(server):
+    """Jobs of identical tasks go through a fast path; on random free resources it picks
+    the groups the general two-kind loop picks, with and without allowed servers."""
+    import numpy as np
+
+    from envs.schedulers.packing import _pack_alike, _pack_any
+    from envs.schedulers.tasks import JobTasks
+    from envs.schedulers.tentative import Tentative
+
+    cluster = build_cluster("flat", servers=6, server=server)
+    rng = np.random.default_rng(0)
+    compared = 0
+    for _ in range(300):
+        free_gpus = rng.integers(0, cluster.group_gpus + 1)
+        free_cores = rng.integers(0, cluster.socket_cores + 1).astype(np.float64)
+        count, gpus = int(rng.integers(2, 13)), int(rng.integers(1, 3))
+        cpus = float(rng.choice([0.0, 1.0, 2.5, 4.0]))
+        tasks = JobTasks(0, np.full(count, gpus), np.full(count, cpus), count)
+        allowed = None if rng.random() < 0.5 else rng.random(cluster.num_servers) < 0.7
+        fast = _pack_alike(Tentative(cluster, free_gpus, free_cores, tasks), allowed)
+        general = _pack_any(Tentative(cluster, free_gpus, free_cores, tasks), allowed)
+        assert (fast is None) == (general is None)
+        if fast is not None:
+            assert fast.tolist() == general.tolist()
+            compared += 1
+    assert compared > 50
