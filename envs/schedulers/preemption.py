@@ -176,7 +176,8 @@ class Preemptor:
                 # A few victims at most: a broadcast comparison beats np.isin's sorting.
                 kept = ~(victims[:, None] == chosen[None, :]).any(axis=1)
                 victims, victim_rank = victims[kept], victim_rank[kept]
-                held = None  # rebuilt for the victims left, if another plan is needed
+                if held is not None:
+                    held = held.kept(kept, victim_rank)
                 preempted = True
             start(job, groups)
             position += 1
@@ -435,6 +436,10 @@ class _VictimRows:
     def of(self, which: np.ndarray) -> _VictimRows:
         """The rows ``which`` selects (a mask or indices)."""
         return _VictimRows(self.gpus[which], self.cores[which])
+
+    def kept(self, which: np.ndarray, rank: np.ndarray) -> _VictimRows:
+        """The rows ``which`` keeps, whose jobs' joint ranks are now ``rank``."""
+        return _VictimRows(self.gpus[which], self.cores[which], rank)
 
     def ranked_after(self, count: int) -> tuple[np.ndarray, np.ndarray]:
         """``(gpus[G], cores[S])`` the ``count`` lowest-ranked jobs hold together."""

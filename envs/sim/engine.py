@@ -232,6 +232,11 @@ class Simulator:
         self._remaining_fresh = False
         self._remaining_at = -1.0
         self._job_tasks: dict[int, _JobPlacement] = {}
+        # held_by's pool: a row per running job asked about, -1 for the others.
+        self._held_slot = np.full(num_jobs, -1, dtype=np.int64)
+        self._held_gpus = np.zeros((0, cluster.num_gpu_groups), np.int64)
+        self._held_cores = np.zeros((0, cluster.num_sockets))
+        self._free_slots: list[int] = []
         # Waiting jobs as a mask (jobs are in arrival order) and a count; the sorted
         # index array is built at the first query and then kept up to date per change.
         self._is_waiting = np.zeros(num_jobs, dtype=bool)
@@ -338,30 +343,42 @@ class Simulator:
         """``(gpus[V, G], cores[V, S])``: the GPUs per group and cores per socket each of
         running ``jobs`` holds, one row per job.
 
-        Each placement's rows are built once, at the first ask, and kept while the job
-        runs there: a scheduler planning preemptions reads them at every decision.
+        A placement's rows are written once, at the first ask, into a pool of rows kept
+        while the job runs there: a scheduler planning preemptions reads them at every
+        decision, and then gathers them in one indexing, not one step per job.
         """
-        records = [self._job_tasks[job] for job in np.asarray(jobs).tolist()]
-        cluster = self.cluster
-        if not records:
-            return (
-                np.zeros((0, cluster.num_gpu_groups), np.int64),
-                np.zeros((0, cluster.num_sockets)),
-            )
-        held = []
-        for record in records:
-            if record.held is None:
-                gpus = np.zeros(cluster.num_gpu_groups, np.int64)
-                cores = np.zeros(cluster.num_sockets)
-                np.add.at(gpus, record.task_group, record.task_gpus)
-                np.add.at(cores, cluster.group_socket[record.task_group], record.task_cpus)
-                record.held = (gpus, cores)
-            held.append(record.held)
-        # One concatenation, reshaped: np.stack costs several times more on short rows.
-        return (
-            np.concatenate([gpus for gpus, _ in held]).reshape(len(held), -1),
-            np.concatenate([cores for _, cores in held]).reshape(len(held), -1),
+        jobs = np.asarray(jobs, dtype=np.int64)
+        slots = self._held_slot[jobs]
+        if (slots < 0).any():
+            cluster = self.cluster
+            for job in jobs[slots < 0].tolist():
+                record = self._job_tasks[job]  # KeyError: not running
+                if not self._free_slots:
+                    self._grow_held_pool()
+                slot = self._free_slots.pop()
+                self._held_gpus[slot] = 0
+                self._held_cores[slot] = 0.0
+                np.add.at(self._held_gpus[slot], record.task_group, record.task_gpus)
+                np.add.at(
+                    self._held_cores[slot],
+                    cluster.group_socket[record.task_group],
+                    record.task_cpus,
+                )
+                self._held_slot[job] = slot
+            slots = self._held_slot[jobs]
+        return self._held_gpus[slots], self._held_cores[slots]
+
+    def _grow_held_pool(self) -> None:
+        """Double the pool of :meth:`held_by` rows (start with 64)."""
+        size = len(self._held_gpus)
+        grown = max(64, 2 * size)
+        self._held_gpus = np.concatenate(
+            [self._held_gpus, np.zeros((grown - size, self.cluster.num_gpu_groups), np.int64)]
         )
+        self._held_cores = np.concatenate(
+            [self._held_cores, np.zeros((grown - size, self.cluster.num_sockets))]
+        )
+        self._free_slots.extend(range(grown - 1, size - 1, -1))
 
     def task_demands(
         self, job: int, num_workers: int | None = None
@@ -633,6 +650,10 @@ class Simulator:
 
     def _release(self, job: int) -> None:
         record = self._job_tasks.pop(job)
+        slot = int(self._held_slot[job])
+        if slot >= 0:
+            self._held_slot[job] = -1
+            self._free_slots.append(slot)
         self._take_room(record, +1)
         self.gpu_job[record.gpus] = -1
         self._apply_load(job, record, -1)
@@ -891,8 +912,6 @@ class _JobPlacement:
     servers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     tasks: TaskRows = field(default_factory=TaskRows.empty)
     pairs: PairRows = field(default_factory=PairRows.empty)
-    # (GPUs per group, cores per socket) of this placement, built when first asked.
-    held: tuple[np.ndarray, np.ndarray] | None = None
 
     @staticmethod
     def empty() -> _JobPlacement:
