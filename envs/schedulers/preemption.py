@@ -31,17 +31,15 @@ better, so preemptions come from arrivals and demotions, not from jobs overtakin
 other back and forth.
 
 **Speed.** Most plans fail (issue 20's 10k-job Philly replay under LAS asks for about
-three per decision). What each victim holds is read once per pass into one row per
-victim (GPUs per group, cores per socket), and a plan first tests the job's necessary
-condition (totals and the exact per-kind capacity of :mod:`.capacity`) on the view with
-all its victims released -- one vectorized test, where most failures end. Otherwise the
-victims released one by one are probed in chunks, by cumulative sums over those rows,
-for the first one after which the necessary test may pass; the releases up to it are
-then made on the scratch view, whose own test and placement decide as before. The probe
-is a superset of the view's test (its core sums get a little slack, since they add in
-another order), so it never skips a release the one-by-one walk would have placed
-after: schedules are those of the walk. The jobs a failure rules out (3.) are masked in
-one vectorized comparison.
+three per decision). After the totals test, the victims released one by one are probed
+in growing chunks (4, 16, 64, ... victims), by cumulative sums of what each holds (GPUs
+per group, cores per socket), for the first one after which the job's necessary
+condition (totals and the exact per-kind capacity of :mod:`.capacity`) may pass; the
+releases up to it are then made on the scratch view, whose own test and placement
+decide as before. The probe is a superset of the view's test (its core sums get a
+little slack, since they add in another order), so it never skips a release the
+one-by-one walk would have placed after: schedules are those of the walk. The jobs a
+failure rules out (3.) are masked in one vectorized comparison.
 
 **Wake-ups.** Priorities also change while nothing happens: a running LAS job crosses
 a threshold, a guarded job's minimum run ends. In event mode the scheduler asks the
@@ -144,7 +142,6 @@ class Preemptor:
         alive = np.ones(len(candidates), dtype=bool)
         preempted = False
         failed = _FailedDemands(sim, candidates)
-        held: _VictimRows | None = None  # built at the first plan: most passes make none
         position = 0
         while len(victims):
             ahead = alive[position:]
@@ -157,9 +154,7 @@ class Preemptor:
             groups = view.place(self.placement, job)
             if groups is None:
                 mine = victim_rank > job_rank
-                if held is None:
-                    held = _VictimRows.of_jobs(sim, victims, victim_rank)
-                plan = self._plan(sim, view, job, victims[mine], victim_rank[mine], held, mine)
+                plan = self._plan(sim, view, job, victims[mine], victim_rank[mine])
                 if plan is None:
                     if strict:
                         break
@@ -176,8 +171,6 @@ class Preemptor:
                 # A few victims at most: a broadcast comparison beats np.isin's sorting.
                 kept = ~(victims[:, None] == chosen[None, :]).any(axis=1)
                 victims, victim_rank = victims[kept], victim_rank[kept]
-                if held is not None:
-                    held = held.kept(kept, victim_rank)
                 preempted = True
             start(job, groups)
             position += 1
@@ -225,25 +218,15 @@ class Preemptor:
         job: int,
         victims: np.ndarray,
         rank: np.ndarray,
-        pass_rows: _VictimRows,
-        mine: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """``(victims to preempt, task groups)`` that let ``job`` start, or None.
 
         ``victims`` (with their joint ``rank``) are tried closest in GPUs to the job first,
-        the lowest-ranked first among equals; they are the pass's victims where ``mine``
-        is True, and ``pass_rows`` what all those hold.
+        the lowest-ranked first among equals.
         """
         tasks = JobTasks.of(sim, job)
-        # Most plans fail, and fail here: not even all the victims together leave room
-        # (the test is necessary; the view's own test on fewer victims could only fail).
-        gpus, cores = pass_rows.ranked_after(len(victims))
-        if not _possible_rooms(
-            sim, tasks, (view.free_gpus + gpus)[None, :], (view.free_cores + cores)[None, :]
-        )[0]:
-            return None
         tried_first = np.lexsort((-rank, np.abs(sim.running_gpus[victims] - tasks.total_gpus)))
-        victims, held = victims[tried_first], pass_rows.of(mine).of(tried_first)
+        victims = victims[tried_first]
         # Fewer victims than the first `enough` cannot free the job's GPUs and cores in
         # total (could_hold's first test): release those in one go, untested.
         workers = sim.running_workers[victims]
@@ -269,7 +252,7 @@ class Preemptor:
             if first is None:
                 # Until some room is found, only the victims after which the necessary
                 # test may pass deserve a placement: find the next one vectorized.
-                stop = _next_possible_room(sim, scratch, tasks, held, position) + 1
+                stop = _next_possible_room(sim, scratch, tasks, victims, position) + 1
                 if stop > len(victims):
                     break  # even all the victims leave no room
             batch = victims[position:stop].tolist()
@@ -372,8 +355,8 @@ _PROBE_SLACK = 1e-6
 view's, so it may pass where the view's test fails (never the reverse); the view's own
 test confirms."""
 
-_PROBE_CHUNK = 64
-"""Victims per vectorized room test: the test stops at the first chunk with room."""
+_PROBE_CHUNK = 4
+"""Victims in the first chunk of the vectorized room test; each next chunk is 4x larger."""
 
 
 def _possible_rooms(
@@ -396,62 +379,31 @@ def _possible_rooms(
 
 
 def _next_possible_room(
-    sim: Simulator, scratch: ClusterView, tasks: JobTasks, held: _VictimRows, start: int
+    sim: Simulator, scratch: ClusterView, tasks: JobTasks, victims: np.ndarray, start: int
 ) -> int:
     """The first ``k >= start`` such that ``tasks`` may pass ``scratch.could_hold`` once
-    the victims ``start .. k`` of ``held`` are released on it, or ``len(held)`` if none
-    (:func:`_possible_rooms`, for many releases at once)."""
+    ``victims[start : k + 1]`` are released on it, or ``len(victims)`` if none
+    (:func:`_possible_rooms`, for many releases at once).
+
+    Victims are read in growing chunks: room is usually found after a victim or two,
+    while a plan that fails reads them all.
+    """
+    cluster = sim.cluster
     free_gpus, free_cores = scratch.free_gpus, scratch.free_cores
-    for low in range(start, len(held), _PROBE_CHUNK):
-        high = min(low + _PROBE_CHUNK, len(held))
+    low, size = start, _PROBE_CHUNK
+    while low < len(victims):
+        chunk = victims[low : low + size]
+        owner, task_group, task_gpus, task_cpus = sim.placements_of(chunk)
+        gpus = np.zeros((len(chunk), cluster.num_gpu_groups), dtype=np.int64)
+        cores = np.zeros((len(chunk), cluster.num_sockets))
+        np.add.at(gpus, (owner, task_group), task_gpus)
+        np.add.at(cores, (owner, cluster.group_socket[task_group]), task_cpus)
         # Row k: the free resources once the chunk's first k + 1 victims are released.
-        gpus = free_gpus + np.cumsum(held.gpus[low:high], axis=0)
-        cores = free_cores + np.cumsum(held.cores[low:high], axis=0)
+        gpus = free_gpus + np.cumsum(gpus, axis=0)
+        cores = free_cores + np.cumsum(cores, axis=0)
         possible = _possible_rooms(sim, tasks, gpus, cores)
         if possible.any():
             return low + int(np.argmax(possible))
         free_gpus, free_cores = gpus[-1], cores[-1]
-    return len(held)
-
-
-class _VictimRows:
-    """What each of some running jobs holds: ``gpus[V, G]`` per GPU group and
-    ``cores[V, S]`` per socket, one row per job (built once per preemption pass).
-
-    With the jobs' joint ranks, also the running sums of the rows from the lowest-ranked
-    job up: what the jobs ranked after any waiting job hold together, in one lookup.
-    """
-
-    def __init__(self, gpus: np.ndarray, cores: np.ndarray, rank: np.ndarray | None = None):
-        self.gpus = gpus
-        self.cores = cores
-        self._rank = rank
-        self._sums: tuple[np.ndarray, np.ndarray] | None = None
-
-    @classmethod
-    def of_jobs(cls, sim: Simulator, jobs: np.ndarray, rank: np.ndarray) -> _VictimRows:
-        """The rows of running ``jobs``, whose joint ranks are ``rank`` (distinct)."""
-        return cls(*sim.held_by(jobs), rank)
-
-    def of(self, which: np.ndarray) -> _VictimRows:
-        """The rows ``which`` selects (a mask or indices)."""
-        return _VictimRows(self.gpus[which], self.cores[which])
-
-    def kept(self, which: np.ndarray, rank: np.ndarray) -> _VictimRows:
-        """The rows ``which`` keeps, whose jobs' joint ranks are now ``rank``."""
-        return _VictimRows(self.gpus[which], self.cores[which], rank)
-
-    def ranked_after(self, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """``(gpus[G], cores[S])`` the ``count`` lowest-ranked jobs hold together."""
-        if self._sums is None:
-            assert self._rank is not None, "rows built without ranks"
-            lowest_first = np.argsort(-self._rank)
-            self._sums = (
-                np.cumsum(self.gpus[lowest_first], axis=0),
-                np.cumsum(self.cores[lowest_first], axis=0),
-            )
-        gpus, cores = self._sums
-        return gpus[count - 1], cores[count - 1]
-
-    def __len__(self) -> int:
-        return len(self.gpus)
+        low, size = low + len(chunk), 4 * size
+    return len(victims)

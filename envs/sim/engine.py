@@ -232,11 +232,6 @@ class Simulator:
         self._remaining_fresh = False
         self._remaining_at = -1.0
         self._job_tasks: dict[int, _JobPlacement] = {}
-        # held_by's pool: a row per running job asked about, -1 for the others.
-        self._held_slot = np.full(num_jobs, -1, dtype=np.int64)
-        self._held_gpus = np.zeros((0, cluster.num_gpu_groups), np.int64)
-        self._held_cores = np.zeros((0, cluster.num_sockets))
-        self._free_slots: list[int] = []
         # Waiting jobs as a mask (jobs are in arrival order) and a count; the sorted
         # index array is built at the first query and then kept up to date per change.
         self._is_waiting = np.zeros(num_jobs, dtype=bool)
@@ -338,47 +333,6 @@ class Simulator:
             np.concatenate([record.task_gpus for record in records]),
             np.concatenate([record.task_cpus for record in records]),
         )
-
-    def held_by(self, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(gpus[V, G], cores[V, S])``: the GPUs per group and cores per socket each of
-        running ``jobs`` holds, one row per job.
-
-        A placement's rows are written once, at the first ask, into a pool of rows kept
-        while the job runs there: a scheduler planning preemptions reads them at every
-        decision, and then gathers them in one indexing, not one step per job.
-        """
-        jobs = np.asarray(jobs, dtype=np.int64)
-        slots = self._held_slot[jobs]
-        if (slots < 0).any():
-            cluster = self.cluster
-            for job in jobs[slots < 0].tolist():
-                record = self._job_tasks[job]  # KeyError: not running
-                if not self._free_slots:
-                    self._grow_held_pool()
-                slot = self._free_slots.pop()
-                self._held_gpus[slot] = 0
-                self._held_cores[slot] = 0.0
-                np.add.at(self._held_gpus[slot], record.task_group, record.task_gpus)
-                np.add.at(
-                    self._held_cores[slot],
-                    cluster.group_socket[record.task_group],
-                    record.task_cpus,
-                )
-                self._held_slot[job] = slot
-            slots = self._held_slot[jobs]
-        return self._held_gpus[slots], self._held_cores[slots]
-
-    def _grow_held_pool(self) -> None:
-        """Double the pool of :meth:`held_by` rows (start with 64)."""
-        size = len(self._held_gpus)
-        grown = max(64, 2 * size)
-        self._held_gpus = np.concatenate(
-            [self._held_gpus, np.zeros((grown - size, self.cluster.num_gpu_groups), np.int64)]
-        )
-        self._held_cores = np.concatenate(
-            [self._held_cores, np.zeros((grown - size, self.cluster.num_sockets))]
-        )
-        self._free_slots.extend(range(grown - 1, size - 1, -1))
 
     def task_demands(
         self, job: int, num_workers: int | None = None
@@ -650,10 +604,6 @@ class Simulator:
 
     def _release(self, job: int) -> None:
         record = self._job_tasks.pop(job)
-        slot = int(self._held_slot[job])
-        if slot >= 0:
-            self._held_slot[job] = -1
-            self._free_slots.append(slot)
         self._take_room(record, +1)
         self.gpu_job[record.gpus] = -1
         self._apply_load(job, record, -1)
