@@ -72,7 +72,7 @@ from torch import Tensor, nn
 from torch.distributions import Categorical
 
 from models.config import settings_from_dict
-from models.pod_gnn import MASKED_LOGIT
+from models.pod_gnn import MASKED_LOGIT, mask_logits
 from models.rl_modules import our_settings
 
 __all__ = ["CuSHModelConfig", "CuSHModule", "FanInScale", "JobThenPolicy"]
@@ -307,11 +307,9 @@ class CuSHModule(TorchRLModule, ValueFunctionAPI):
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Tensor]:
         obs = batch[Columns.OBS]
-        mask = obs["action_mask"].float()
-        job_logits = self.jsm(self._image(obs)) + torch.clamp(
-            torch.log(mask[:, : self.num_choices]), min=MASKED_LOGIT
-        )
-        policy_mask = torch.clamp(torch.log(mask[:, self.num_choices :]), min=MASKED_LOGIT)
+        mask = obs["action_mask"]
+        job_logits = self.jsm(self._image(obs)) + mask_logits(mask[:, : self.num_choices])
+        policy_mask = mask_logits(mask[:, self.num_choices :])
         slot_logits = self.psm(obs["job_types"].float()) + policy_mask.unsqueeze(1)  # [B, Q, P]
         nothing = self.nothing_policy.expand(slot_logits.shape[0], 1, -1)
         policy_logits = torch.cat([nothing, slot_logits], dim=1)  # [B, Q + 1, P]
