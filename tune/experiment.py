@@ -302,14 +302,14 @@ class EvaluationSection:
             return []
 
         if env_name in MULTI_AGENT_ENVIRONMENTS:
-            from envs.schedulers import make_scheduler
+            from envs.schedulers import split_scheduler_name
 
             if self.baselines == ALL_BASELINES:
                 return pod_heuristic_names()
             names = list(DEFAULT_SCHEDULERS if self.baselines is None else self.baselines)
             for name in names:
                 try:
-                    make_scheduler(name)
+                    split_scheduler_name(name)
                 except ValueError as error:
                     raise ConfigError(f"evaluation.baselines: {error}") from None
             return names
@@ -372,14 +372,14 @@ class WarmStartSection:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        from envs.schedulers import make_scheduler
+        from envs.schedulers import split_scheduler_name
 
         if not isinstance(self.heuristic, str):
             raise ConfigError(
                 f"warm_start.heuristic must be a scheduler name, got {self.heuristic!r}"
             )
         try:
-            make_scheduler(self.heuristic)
+            split_scheduler_name(self.heuristic)
         except ValueError as error:
             raise ConfigError(f"warm_start.heuristic: {error}") from None
         for key in ("episodes", "heldout_episodes", "epochs", "minibatch_size", "restarts"):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envs.pod.credit import CREDIT_RULES
-from envs.schedulers import make_scheduler
+from envs.schedulers import split_scheduler_name
 from envs.sim.perf import DEFAULT_PERF, PerfSwitches, perf_switches
 
 REWARD_KINDS = ("progress", "jct", "contention")
@@ -172,6 +172,6 @@ def check_advice(name: Any) -> None:
             f"advice must be a heuristic name like 'dsif+locality' or unset, got {name!r}"
         )
     try:
-        make_scheduler(name)
+        split_scheduler_name(name)
     except ValueError as error:
         raise ValueError(f"advice={name!r}: {error}") from None

@@ -42,7 +42,12 @@ from envs.schedulers.orderings import (
 from envs.schedulers.packing import Packing
 from envs.schedulers.per_task import LeastInterference, LoadBalancing, RandomPlacement, Tetris
 from envs.schedulers.preemption import PreemptionSettings
-from envs.schedulers.registry import SchedulerNames, make_scheduler, scheduler_names
+from envs.schedulers.registry import (
+    SchedulerNames,
+    make_scheduler,
+    scheduler_names,
+    split_scheduler_name,
+)
 from envs.schedulers.scheduler import Scheduler
 from envs.schedulers.view import ClusterView
 
@@ -77,4 +82,5 @@ __all__ = [
     "locality_levels",
     "make_scheduler",
     "scheduler_names",
+    "split_scheduler_name",
 ]

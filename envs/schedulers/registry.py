@@ -86,6 +86,30 @@ def scheduler_names() -> SchedulerNames:
     return SchedulerNames(tuple(ORDERINGS), tuple(PLACEMENTS))
 
 
+def split_scheduler_name(name: str) -> tuple[str, str]:
+    """``(ordering, placement)`` of a known ``"ordering+placement"`` name, without building
+    the scheduler (what configs call to check a name). Raises TypeError for a non-string
+    and ValueError for an unknown name, listing the known orderings and placements."""
+    if not isinstance(name, str):
+        raise TypeError(f"scheduler name must be a string like 'fifo+packing', got {name!r}")
+    ordering_name, plus, placement_name = name.strip().partition("+")
+    problems = []
+    if not plus:
+        problems.append(f"{name!r} is not of the form ordering+placement")
+    else:
+        if ordering_name not in ORDERINGS:
+            problems.append(f"unknown ordering {ordering_name!r}")
+        if placement_name not in PLACEMENTS:
+            problems.append(f"unknown placement {placement_name!r}")
+    if problems:
+        names = scheduler_names()
+        raise ValueError(
+            f"{'; '.join(problems)}; orderings: {', '.join(names.orderings)}; "
+            f"placements: {', '.join(names.placements)} (e.g. 'fifo+packing')"
+        )
+    return ordering_name, placement_name
+
+
 def make_scheduler(
     name: str,
     rng: np.random.Generator | int | None = None,
@@ -107,23 +131,7 @@ def make_scheduler(
         preemption = PreemptionSettings()
     elif not isinstance(preemption, PreemptionSettings):
         raise TypeError(f"preemption must be a PreemptionSettings, got {type(preemption).__name__}")
-    if not isinstance(name, str):
-        raise TypeError(f"scheduler name must be a string like 'fifo+packing', got {name!r}")
-    ordering_name, plus, placement_name = name.strip().partition("+")
-    problems = []
-    if not plus:
-        problems.append(f"{name!r} is not of the form ordering+placement")
-    else:
-        if ordering_name not in ORDERINGS:
-            problems.append(f"unknown ordering {ordering_name!r}")
-        if placement_name not in PLACEMENTS:
-            problems.append(f"unknown placement {placement_name!r}")
-    if problems:
-        names = scheduler_names()
-        raise ValueError(
-            f"{'; '.join(problems)}; orderings: {', '.join(names.orderings)}; "
-            f"placements: {', '.join(names.placements)} (e.g. 'fifo+packing')"
-        )
+    ordering_name, placement_name = split_scheduler_name(name)
     generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng or 0)
     placement = PLACEMENTS[placement_name](generator)
     ordering = ORDERINGS[ordering_name](generator, placement, preemption)

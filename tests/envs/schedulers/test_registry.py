@@ -12,6 +12,7 @@ from envs.schedulers import (
     ShortestActualTime,
     make_scheduler,
     scheduler_names,
+    split_scheduler_name,
 )
 
 ORDERINGS = ("fifo", "sjf", "srtf", "las", "drf", "sif", "dsif", "saf", "lrf", "spf", "random")
@@ -63,12 +64,19 @@ def test_parts_are_wired():
     ],
 )
 def test_unknown_names_list_the_known_ones(name, message):
-    with pytest.raises(ValueError, match=message) as error:
-        make_scheduler(name)
-    assert "orderings: fifo, sjf" in str(error.value)
-    assert "placements: packing, tetris" in str(error.value)
+    for check in (make_scheduler, split_scheduler_name):
+        with pytest.raises(ValueError, match=message) as error:
+            check(name)
+        assert "orderings: fifo, sjf" in str(error.value)
+        assert "placements: packing, tetris" in str(error.value)
+
+
+def test_a_name_splits_into_its_parts():
+    assert split_scheduler_name(" dsif+locality") == ("dsif", "locality")
+    assert split_scheduler_name("las+load-balancing") == ("las", "load-balancing")
 
 
 def test_a_name_must_be_a_string():
-    with pytest.raises(TypeError, match="fifo\\+packing"):
-        make_scheduler(None)  # type: ignore[arg-type]
+    for check in (make_scheduler, split_scheduler_name):
+        with pytest.raises(TypeError, match="fifo\\+packing"):
+            check(None)  # type: ignore[arg-type]
