@@ -15,7 +15,6 @@ from __future__ import annotations
 import numpy as np
 
 from envs.schedulers.base import Placement
-from envs.schedulers.capacity import sockets_capacity
 from envs.schedulers.tasks import CORE_TOLERANCE, JobTasks
 from envs.schedulers.tentative import ServerRoom, Tentative
 from envs.schedulers.view import ClusterView
@@ -69,7 +68,6 @@ def _pack_alike(attempt: Tentative, allowed: np.ndarray | None) -> np.ndarray | 
     task does not fit, no identical one does), so the unplaced tasks stay a suffix.
     """
     kind = attempt.tasks.kinds[0]
-    cluster = attempt.cluster
     free_gpus, free_cores = attempt.server_free()
     capacity = attempt.server_capacity(kind)
     if int((capacity if allowed is None else capacity[allowed]).sum()) < kind.count:
@@ -105,17 +103,9 @@ def _pack_alike(attempt: Tentative, allowed: np.ndarray | None) -> np.ndarray | 
         if placed == 0:
             return None
         todo = todo[placed:]
-        # ServerRoom.refresh, for the one kind.
-        group_start, group_stop = cluster.server_group_offsets[server : server + 2]
-        socket_start, socket_stop = cluster.server_socket_offsets[server : server + 2]
-        server_gpus = attempt.free_gpus[group_start:group_stop]
-        server_cores = attempt.free_cores[socket_start:socket_stop]
-        free_gpus[server] = server_gpus.sum()
-        free_cores[server] = server_cores.sum()
-        local_socket = cluster.group_socket[group_start:group_stop] - socket_start
-        capacity[server] = sockets_capacity(
-            local_socket, server_gpus, server_cores, kind.gpus, kind.cpus
-        ).sum()
+        free_gpus[server], free_cores[server], (capacity[server],) = attempt.server_room(
+            server, (kind,)
+        )
 
 
 def pack_one(attempt: Tentative) -> np.ndarray | None:

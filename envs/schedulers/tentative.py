@@ -78,6 +78,21 @@ class Tentative:
         """Tasks of ``kind`` each server can still take."""
         return server_capacity(self.cluster, self.free_gpus, self.free_cores, kind.gpus, kind.cpus)
 
+    def server_room(self, server: int, kinds: tuple[TaskKind, ...]) -> tuple[int, float, list[int]]:
+        """One server's free GPUs, free cores and room for tasks of each of ``kinds``, now
+        (what :meth:`server_free` and :meth:`server_capacity` give it, for one server)."""
+        cluster = self.cluster
+        group_start, group_stop = cluster.server_group_offsets[server : server + 2]
+        socket_start, socket_stop = cluster.server_socket_offsets[server : server + 2]
+        free_gpus = self.free_gpus[group_start:group_stop]
+        free_cores = self.free_cores[socket_start:socket_stop]
+        local_socket = cluster.group_socket[group_start:group_stop] - socket_start
+        capacities = [
+            int(sockets_capacity(local_socket, free_gpus, free_cores, kind.gpus, kind.cpus).sum())
+            for kind in kinds
+        ]
+        return int(free_gpus.sum()), float(free_cores.sum()), capacities
+
     def server_free(self) -> tuple[np.ndarray, np.ndarray]:
         """``(free GPUs, free cores)`` per server."""
         return server_sums(self.cluster, self.free_gpus, self.free_cores)
@@ -102,16 +117,8 @@ class Tentative:
         free_gpus = self.free_gpus[start:stop].tolist()
         cores = self.free_cores[cluster.group_socket[start:stop]].tolist()
         hosting = set(self.groups.tolist())
-        # A server has a handful of groups: plain Python beats numpy's per-call overhead.
-        best, best_key = -1, None
-        for offset, (free, free_cores) in enumerate(zip(free_gpus, cores, strict=True)):
-            if free < need_gpus or free_cores < need_cpus - CORE_TOLERANCE:
-                continue
-            group = start + offset
-            key = (group not in hosting, free)
-            if best_key is None or key < best_key:
-                best, best_key = group, key
-        return best
+        offset = _best_offset(free_gpus, cores, hosting, start, need_gpus, need_cpus)
+        return start + offset if offset >= 0 else -1
 
     def fill_server(self, server: int, tasks: np.ndarray) -> int:
         """Assign as many of ``tasks`` (in order) to ``server`` as fit; returns how many.
@@ -134,15 +141,8 @@ class Tentative:
             if kind in failed_kinds:
                 continue  # an identical task did not fit; neither will this one
             need_gpus, need_cpus = demands[0][task], demands[1][task]
-            # best_group_in_server's choice: a hosting group, then the tightest fit, then
-            # the lowest index.
-            best, best_key = -1, None
-            for offset, free in enumerate(free_gpus):
-                if free < need_gpus or cores[sockets[offset]] < need_cpus - CORE_TOLERANCE:
-                    continue
-                key = (start + offset not in hosting, free)
-                if best_key is None or key < best_key:
-                    best, best_key = offset, key
+            group_cores = [cores[socket] for socket in sockets]
+            best = _best_offset(free_gpus, group_cores, hosting, start, need_gpus, need_cpus)
             if best < 0:
                 failed_kinds.add(kind)
                 continue
@@ -157,6 +157,29 @@ class Tentative:
             for socket, free in cores.items():
                 self.free_cores[socket] = free
         return len(placed)
+
+
+def _best_offset(
+    free_gpus: list[int],
+    group_cores: list[float],
+    hosting: set[int],
+    start: int,
+    need_gpus: int,
+    need_cpus: float,
+) -> int:
+    """Offset (from group ``start``) of a server's group for a task, or -1 when none fits:
+    a group already holding the job's tasks, then the tightest fit, then the lowest index
+    (:meth:`Tentative.best_group_in_server`). ``free_gpus`` and ``group_cores`` (its
+    socket's free cores) list the server's groups; a server has a handful of groups, so
+    plain Python beats numpy's per-call overhead."""
+    best, best_key = -1, None
+    for offset, (free, cores) in enumerate(zip(free_gpus, group_cores, strict=True)):
+        if free < need_gpus or cores < need_cpus - CORE_TOLERANCE:
+            continue
+        key = (start + offset not in hosting, free)
+        if best_key is None or key < best_key:
+            best, best_key = offset, key
+    return best
 
 
 class ServerRoom:
@@ -211,15 +234,8 @@ class ServerRoom:
 
     def refresh(self, server: int) -> None:
         """Recompute ``server``'s entries after the attempt changed it."""
-        attempt = self.attempt
-        cluster = attempt.cluster
-        group_start, group_stop = cluster.server_group_offsets[server : server + 2]
-        socket_start, socket_stop = cluster.server_socket_offsets[server : server + 2]
-        free_gpus = attempt.free_gpus[group_start:group_stop]
-        free_cores = attempt.free_cores[socket_start:socket_stop]
-        self.free_gpus[server] = free_gpus.sum()
-        self.free_cores[server] = free_cores.sum()
-        local_socket = cluster.group_socket[group_start:group_stop] - socket_start
-        for kind, capacity in zip(self.kinds, self.capacity, strict=True):
-            per_socket = sockets_capacity(local_socket, free_gpus, free_cores, kind.gpus, kind.cpus)
-            capacity[server] = per_socket.sum()
+        gpus, cores, capacities = self.attempt.server_room(server, self.kinds)
+        self.free_gpus[server] = gpus
+        self.free_cores[server] = cores
+        for capacity, value in zip(self.capacity, capacities, strict=True):
+            capacity[server] = value
