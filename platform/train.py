@@ -28,8 +28,11 @@ heuristic, ``evaluation.csv`` and ``evaluation.json`` with per-seed values, chec
 ``tracking_uri``, ``experiment``,
 ``policies`` ({name: {metric: mean}}), ``evaluation`` ({name: {kind, metrics, ci95, seeds,
 per_seed}}), ``summary`` (best heuristic, learned summary row, relative differences) and
-``training_s``. A bad config prints one line on stderr and exits with status 2 before Ray
-starts.
+``training_s``. A bad config -- any section, ``environment.config``, ``model.config`` and
+``algorithm.extra`` included, a model that does not fit the environment, or a trial that
+needs more CPUs/GPUs than the machine (or the joined cluster) has -- prints one line on
+stderr naming the key and what is allowed, and exits with status 2 before training starts
+(:mod:`tune.preflight`).
 """
 
 from __future__ import annotations
@@ -271,17 +274,20 @@ def log_evaluation(
 def main(argv: list[str] | None = None) -> int:
     """Run the program; returns the exit status."""
     args = build_parser().parse_args(argv)
+    from tune.mlflow_tracking import resolve_tracking_uri, ui_command
+
     try:
         experiment = load(args)
         storage = args.storage.resolve()
+        from tune.preflight import check_experiment
+        from tune.runs import start_ray_for
+
+        check_experiment(experiment)
+        tracking_uri = resolve_tracking_uri(experiment)
+        start_ray_for(experiment, tracking_uri)
     except (ConfigError, ValueError) as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
-    from tune.mlflow_tracking import resolve_tracking_uri, ui_command
-    from tune.runs import start_ray
-
-    tracking_uri = resolve_tracking_uri(experiment)
-    start_ray(tracking_uri)
     started = time.monotonic()
     try:
         results, warm_start_path, clone_scores = run_tune(

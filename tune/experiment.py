@@ -541,6 +541,7 @@ def config_from_dict(data: dict[str, Any]) -> ExperimentConfig:
         raise ConfigError(
             f"unknown top-level key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}"
         )
+    _check_policy_gradient_keys(data.get("algorithm"))
     sections = {
         key: _build(cls, data.get(key), key)
         for key, cls in SECTIONS.items()
@@ -553,6 +554,23 @@ def config_from_dict(data: dict[str, Any]) -> ExperimentConfig:
         raise
     except (TypeError, ValueError) as error:
         raise ConfigError(str(error)) from None
+
+
+#: AlgorithmSection fields that only PPO and APPO read.
+POLICY_GRADIENT_KEYS = ("minibatch_size", "num_epochs", "entropy_coeff", "clip_param", "lambda_")
+
+
+def _check_policy_gradient_keys(algorithm: Any) -> None:
+    """A DQN config that sets a PPO/APPO-only field would silently ignore it: refuse."""
+    if not isinstance(algorithm, dict):
+        return
+    name = algorithm.get("name", AlgorithmSection.name)
+    given = [key for key in POLICY_GRADIENT_KEYS if key in algorithm]
+    if name in ALGORITHMS and name not in POLICY_GRADIENT and given:
+        raise ConfigError(
+            f"algorithm.{given[0]} applies to {', '.join(POLICY_GRADIENT)} only, not "
+            f"algorithm.name={name!r}; remove it (DQN's own settings go in algorithm.extra)"
+        )
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:

@@ -35,6 +35,27 @@ def start_ray(tracking_uri: str | None = None) -> None:
         ray.init(include_dashboard=False, **options)
 
 
+def start_ray_for(experiment: ExperimentConfig, tracking_uri: str | None = None) -> None:
+    """:func:`start_ray`, once one trial of ``experiment`` is known to fit: before a local
+    Ray starts, against this machine's CPUs and GPUs; after joining the cluster in
+    RAY_ADDRESS, against the cluster's (Ray is left again then). A trial that fits nowhere
+    would wait for its resources forever: :class:`ConfigError` instead."""
+    import ray
+
+    from tune.preflight import check_resources, local_resources
+
+    address = os.environ.get("RAY_ADDRESS")
+    if not address:
+        check_resources(experiment, local_resources(), "this machine (where a local Ray starts)")
+    start_ray(tracking_uri)
+    if address:
+        try:
+            check_resources(experiment, ray.cluster_resources(), f"the Ray cluster at {address}")
+        except ConfigError:
+            ray.shutdown()
+            raise
+
+
 def make_tuner(
     experiment: ExperimentConfig,
     param_space: Any,

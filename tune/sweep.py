@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the sweep; returns the exit status."""
     args = build_parser().parse_args(argv)
+    from tune.mlflow_tracking import resolve_tracking_uri, ui_command
+
     try:
         if args.num_samples < 1:
             raise ConfigError(f"--num-samples must be >= 1, got {args.num_samples}")
@@ -66,15 +68,17 @@ def main(argv: list[str] | None = None) -> int:
                 "warm_start is not supported by sweep.py (the sweep varies the network and "
                 "graph level); remove it (--set warm_start=null) or train with platform/train.py"
             )
+        from tune.preflight import check_experiment
+        from tune.runs import start_ray_for
+
+        check_experiment(experiment)
+        tracking_uri = resolve_tracking_uri(experiment)
+        start_ray_for(experiment, tracking_uri)
     except (ConfigError, ValueError) as error:
         print(f"sweep.py: error: {error}", file=sys.stderr)
         return 2
-    from tune.mlflow_tracking import resolve_tracking_uri, ui_command
-    from tune.runs import start_ray
     from tune.search import run_sweep
 
-    tracking_uri = resolve_tracking_uri(experiment)
-    start_ray(tracking_uri)
     payload = run_sweep(
         experiment, args.num_samples, args.storage.resolve(), tracking_uri, 0 if args.json else 1
     )

@@ -74,6 +74,39 @@ def test_bad_config_fails_before_ray_starts(tmp_path: Path) -> None:
     assert time.monotonic() - started < 30
 
 
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        (
+            "environment.config.reward=jtc",
+            "environment.config (pod_scheduling_v0): reward='jtc'; allowed: progress, jct, "
+            "contention",
+        ),
+        (
+            "algorithm.extra.clip_parm=0.3",
+            "algorithm.extra.clip_parm is not a PPO training setting (did you mean clip_param?)",
+        ),
+        # No machine here has 64 GPUs: the trial would wait for them forever.
+        ("resources.num_gpus_per_learner=64", "resources: one trial needs 64 GPUs"),
+    ],
+    ids=["environment", "algorithm", "resources"],
+)
+def test_nested_config_mistakes_fail_before_ray_starts(
+    tmp_path: Path, override: str, expected: str
+) -> None:
+    ray_tmp = tmp_path / "ray"  # where a Ray started by the program would put its session
+    result = run_program(
+        "platform/train.py",
+        *("--config", str(TINY), "--storage", str(tmp_path / "results"), "--set", override),
+        env={"RAY_TMPDIR": str(ray_tmp), "RAY_ADDRESS": ""},
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"train.py: error: {expected}")
+    assert not ray_tmp.exists() and not (tmp_path / "results").exists()
+
+
 @pytest.mark.integration
 def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

@@ -8,16 +8,20 @@ import pytest
 import yaml
 
 from tune.experiment import ConfigError, apply_overrides, config_from_dict, load_config
+from tune.preflight import check_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "tune" / "configs").glob("*.yaml"))
+TINY = ROOT / "tests" / "data" / "configs" / "tiny.yaml"
 
 
-@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [*CONFIGS, TINY], ids=lambda p: p.stem)
 def test_shipped_configs_load(path: Path) -> None:
     experiment = load_config(path)
     assert experiment.stop.criteria()
     assert not set(experiment.seeds) & set(experiment.evaluation.seeds)
+    # What only the environment, the model and RLlib can judge passes too (before Ray).
+    check_experiment(experiment)
 
 
 def test_shipped_configs_cover_the_paper_settings() -> None:
