@@ -1,0 +1,398 @@
+"""infra/: the cluster launcher config, the KubeRay manifests, the image and the Kubernetes
+MLflow, checked offline against what reads them: Ray's own cluster-config schema and
+validator, KubeRay's CRD schemas (../shared/schemas/kuberay), the project's CLIs (their
+parsers and config loader) and the repository's files."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import importlib.util
+import re
+import shlex
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+INFRA = ROOT / "infra"
+KUBERAY = INFRA / "kuberay"
+CRDS = ROOT.parent / "shared" / "schemas" / "kuberay"
+#: Where infra/Dockerfile puts the project in the image.
+IMAGE_PROJECT = "/home/ray/podsched"
+#: The shared results volume of the Ray pods / nodes.
+RESULTS_MOUNT = "/mnt/podsched"
+#: libyaml's loader where PyYAML has it: the CRDs are 1-1.4 MB each.
+FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def pyproject() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def pin(name: str) -> str:
+    """The version spec pyproject.toml gives dependency ``name`` (e.g. '==2.13.0')."""
+    for requirement in pyproject()["project"]["dependencies"]:
+        match = re.fullmatch(rf"{re.escape(name)}(\[[^\]]*\])?(.*)", requirement)
+        if match:
+            return match.group(2)
+    raise AssertionError(f"{name} is not a dependency")
+
+
+def documents(path: Path) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+@functools.cache
+def crds() -> tuple[dict[str, Any], ...]:
+    """KubeRay's CRDs, parsed once per test session."""
+    return tuple(
+        yaml.load(path.read_text(), Loader=FAST_LOADER)
+        for path in sorted(CRDS.glob("ray.io_*.yaml"))
+    )
+
+
+def crd_schema(kind: str, api_version: str) -> dict[str, Any]:
+    """The openAPIV3Schema of ``kind`` at ``api_version`` from KubeRay's CRD files."""
+    group, version = api_version.split("/")
+    for crd in crds():
+        if crd["spec"]["names"]["kind"] != kind or crd["spec"]["group"] != group:
+            continue
+        for entry in crd["spec"]["versions"]:
+            if entry["name"] == version:
+                assert entry["served"], f"{kind} {api_version} is not served"
+                return entry["schema"]["openAPIV3Schema"]
+    raise AssertionError(f"no CRD for {kind} {api_version} in {CRDS}")
+
+
+def load_script(relative: str, module_name: str) -> Any:
+    """Import a program of the repository (platform/ is not a package) from its file."""
+    spec = importlib.util.spec_from_file_location(module_name, ROOT / relative)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    # As when Python runs it: the script's folder first on sys.path (its sibling modules).
+    folder = str((ROOT / relative).parent)
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(folder)
+    return module
+
+
+def project_version() -> str:
+    return pyproject()["project"]["version"]
+
+
+# --- the cluster launcher ------------------------------------------------------------------
+
+
+def cluster_config() -> dict[str, Any]:
+    return yaml.safe_load((INFRA / "ray-cluster.yaml").read_text())
+
+
+def test_cluster_launcher_config_passes_rays_own_validation() -> None:
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    config = cluster_config()
+    # As `ray up` does before it talks to the cloud: defaults of the provider, then the
+    # schema (ray/autoscaler/ray-schema.json) and Ray's own consistency checks.
+    prepared = prepare_config(copy.deepcopy(config))
+    validate_config(prepared)
+    assert prepared["head_node_type"] == "head"
+    assert set(prepared["available_node_types"]) == {"head", "cpu_worker", "gpu_worker"}
+    # The validator is live: a node type without `resources` is refused.
+    broken = copy.deepcopy(prepared)
+    del broken["available_node_types"]["cpu_worker"]["resources"]
+    with pytest.raises(jsonschema.ValidationError, match="'resources' is a required property"):
+        validate_config(broken)
+
+
+def test_cluster_launcher_nodes_run_the_project_image_with_token_auth() -> None:
+    config = cluster_config()
+    version = project_version()
+    assert config["docker"]["image"].endswith(f"/podsched:{version}-cpu")
+    gpu = config["available_node_types"]["gpu_worker"]
+    assert gpu["docker"]["worker_image"].endswith(f"/podsched:{version}-gpu")
+    assert gpu["min_workers"] == 0 < gpu["max_workers"]
+    cpu = config["available_node_types"]["cpu_worker"]
+    assert cpu["min_workers"] < cpu["max_workers"]
+    run_options = " ".join(config["docker"]["run_options"])
+    assert "--env RAY_AUTH_MODE=token" in run_options
+    assert "MLFLOW_TRACKING_URI=" in run_options
+    assert f"--volume {RESULTS_MOUNT}:{RESULTS_MOUNT}" in run_options
+    # Every node gets the launching machine's token.
+    assert config["file_mounts"] == {"~/.ray/auth_token": "~/.ray/auth_token"}
+    head = " ".join(config["head_start_ray_commands"])
+    # The dashboard and job server on the head's loopback (reached by `ray dashboard`'s
+    # SSH tunnel), no trials on the head.
+    assert "--dashboard-host=127.0.0.1" in head and "--dashboard-port=8265" in head
+    assert "--num-cpus=0" in head and "--head" in head
+    assert "--address=$RAY_HEAD_IP:6379" in " ".join(config["worker_start_ray_commands"])
+
+
+def repository_paths(command: str) -> list[str]:
+    """The repository files a shell command names: paths under the image's project folder
+    and relative paths into the project's own folders."""
+    found = []
+    for token in shlex.split(command.replace(";", " ")):
+        if token.startswith(f"{IMAGE_PROJECT}/"):
+            found.append(token.removeprefix(f"{IMAGE_PROJECT}/"))
+        elif re.match(r"^(platform|tune|infra|envs|models|tests)/", token):
+            found.append(token)
+    return found
+
+
+def test_cluster_launcher_commands_name_files_that_exist() -> None:
+    config = cluster_config()
+    keys = [key for key in config if key.endswith("_commands")]
+    assert "setup_commands" in keys and "head_start_ray_commands" in keys
+    named = [path for key in keys for command in config[key] for path in repository_paths(command)]
+    assert named == ["platform/simulate.py"]
+    for path in named:
+        assert (ROOT / path).is_file(), path
+    # The smoke check parses with the real CLI.
+    simulate = load_script("platform/simulate.py", "podsched_simulate_cli")
+    command = shlex.split(config["setup_commands"][0].split(">")[0])
+    simulate.build_parser().parse_args(command[2:])
+
+
+# --- KubeRay ------------------------------------------------------------------------------
+
+
+def kuberay_resources() -> dict[str, dict[str, Any]]:
+    """Every ray.io resource of infra/kuberay by file name."""
+    found = {}
+    for path in sorted(KUBERAY.glob("*.yaml")):
+        for doc in documents(path):
+            if doc["apiVersion"].startswith("ray.io/"):
+                found[path.name] = doc
+    return found
+
+
+def test_kuberay_manifests_are_valid_against_the_crds() -> None:
+    resources = kuberay_resources()
+    assert {name: doc["kind"] for name, doc in resources.items()} == {
+        "raycluster.yaml": "RayCluster",
+        "rayjob-sweep.yaml": "RayJob",
+        "rayjob-train.yaml": "RayJob",
+    }
+    for doc in resources.values():
+        assert doc["apiVersion"] == "ray.io/v1"
+        jsonschema.validate(doc, crd_schema(doc["kind"], doc["apiVersion"]))
+    # The schema is live: a replica count that is not an integer is refused.
+    broken = copy.deepcopy(resources["raycluster.yaml"])
+    broken["spec"]["workerGroupSpecs"][0]["replicas"] = "one"
+    with pytest.raises(jsonschema.ValidationError, match="'one' is not of type 'integer'"):
+        jsonschema.validate(broken, crd_schema("RayCluster", "ray.io/v1"))
+
+
+def ray_containers(cluster: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The Ray container of the head and of each worker group, by group name."""
+    spec = cluster["spec"]
+    groups = {"head": spec["headGroupSpec"]}
+    groups.update({group["groupName"]: group for group in spec["workerGroupSpecs"]})
+    return {name: group["template"]["spec"]["containers"][0] for name, group in groups.items()}
+
+
+def test_raycluster_autoscales_cpu_workers_with_an_optional_gpu_group() -> None:
+    cluster = kuberay_resources()["raycluster.yaml"]
+    spec = cluster["spec"]
+    assert spec["rayVersion"] == "2.60.0" and pin("ray").startswith("==2.60.")
+    assert spec["enableInTreeAutoscaling"] is True
+    assert spec["authOptions"] == {"mode": "token", "secretName": "podsched-ray-token"}
+    assert spec["headGroupSpec"]["rayStartParams"]["num-cpus"] == "0"
+    groups = {group["groupName"]: group for group in spec["workerGroupSpecs"]}
+    assert groups["cpu"]["minReplicas"] == 1 and groups["cpu"]["maxReplicas"] == 8
+    assert groups["gpu"]["replicas"] == groups["gpu"]["minReplicas"] == 0
+    containers = ray_containers(cluster)
+    version = project_version()
+    assert {name: c["image"].rsplit("/", 1)[-1] for name, c in containers.items()} == {
+        "head": f"podsched:{version}-cpu",
+        "cpu": f"podsched:{version}-cpu",
+        "gpu": f"podsched:{version}-gpu",
+    }
+    assert containers["gpu"]["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert "nvidia.com/gpu" not in containers["cpu"]["resources"]["limits"]
+    for container in containers.values():
+        # Ray sizes itself from the limits; requests equal them (guaranteed QoS).
+        assert container["resources"]["requests"] == container["resources"]["limits"]
+        assert {"name": "results", "mountPath": RESULTS_MOUNT} in container["volumeMounts"]
+        [tracking] = [env for env in container["env"] if env["name"] == "MLFLOW_TRACKING_URI"]
+        assert tracking["valueFrom"]["secretKeyRef"] == {
+            "name": "podsched-mlflow",
+            "key": "tracking-uri",
+        }
+    ports = {port["name"]: port["containerPort"] for port in containers["head"]["ports"]}
+    assert ports == {"gcs-server": 6379, "dashboard": 8265, "client": 10001}
+    claims = [doc for doc in documents(KUBERAY / "raycluster.yaml") if doc["kind"] != "RayCluster"]
+    assert [(doc["kind"], doc["metadata"]["name"]) for doc in claims] == [
+        ("PersistentVolumeClaim", "podsched-results")
+    ]
+    assert claims[0]["spec"]["accessModes"] == ["ReadWriteMany"]
+
+
+def entrypoint(job: dict[str, Any]) -> list[str]:
+    return shlex.split(job["spec"]["entrypoint"])
+
+
+def test_rayjobs_run_on_the_raycluster_from_the_image_project() -> None:
+    resources = kuberay_resources()
+    cluster_name = resources["raycluster.yaml"]["metadata"]["name"]
+    for name in ("rayjob-train.yaml", "rayjob-sweep.yaml"):
+        job = resources[name]
+        assert job["spec"]["clusterSelector"] == {"ray.io/cluster": cluster_name}
+        runtime_env = yaml.safe_load(job["spec"]["runtimeEnvYAML"])
+        assert runtime_env == {"working_dir": IMAGE_PROJECT}
+        argv = entrypoint(job)
+        assert argv[0] == "python" and (ROOT / argv[1]).is_file()
+        storage = argv[argv.index("--storage") + 1]
+        assert storage.startswith(f"{RESULTS_MOUNT}/")
+
+
+def test_train_rayjob_entrypoint_parses_and_its_config_loads() -> None:
+    train = load_script("platform/train.py", "podsched_train_cli")
+    argv = entrypoint(kuberay_resources()["rayjob-train.yaml"])
+    assert argv[:2] == ["python", "platform/train.py"]
+    args = train.build_parser().parse_args(argv[2:])
+    assert args.config == Path("tune/configs/demo.yaml") and (ROOT / args.config).is_file()
+    args.config = ROOT / args.config  # the job's working dir is the project folder
+    experiment = train.load(args)
+    assert experiment.name == "demo"
+    assert experiment.resources.num_env_runners == 4
+    assert args.json is True and args.resume is False
+
+
+def test_sweep_rayjob_entrypoint_parses_and_its_config_loads() -> None:
+    from tune.experiment import load_config
+
+    sweep = load_script("tune/sweep.py", "podsched_sweep_cli")
+    argv = entrypoint(kuberay_resources()["rayjob-sweep.yaml"])
+    assert argv[:2] == ["python", "tune/sweep.py"]
+    args = sweep.build_parser().parse_args(argv[2:])
+    assert args.num_samples == 8 and (ROOT / args.config).is_file()
+    experiment = load_config(ROOT / args.config, args.set)
+    # sweep.py refuses a warm start before Ray starts: the job's overrides remove it.
+    assert experiment.warm_start is None
+    assert experiment.stop.training_iteration == 10
+
+
+# --- the Kubernetes MLflow ------------------------------------------------------------------
+
+
+def test_kubernetes_mlflow_is_postgres_backed_and_cluster_internal() -> None:
+    docs = {
+        (doc["kind"], doc["metadata"]["name"]): doc for doc in documents(KUBERAY / "mlflow.yaml")
+    }
+    assert set(docs) == {
+        ("Secret", "podsched-mlflow"),
+        ("Service", "podsched-postgres"),
+        ("StatefulSet", "podsched-postgres"),
+        ("PersistentVolumeClaim", "podsched-mlflow-artifacts"),
+        ("Deployment", "podsched-mlflow"),
+        ("Service", "podsched-mlflow"),
+    }
+    for kind, name in docs:
+        if kind == "Service":
+            assert docs[kind, name]["spec"]["type"] == "ClusterIP", name
+    service_port = docs["Service", "podsched-mlflow"]["spec"]["ports"][0]["port"]
+    assert docs["Secret", "podsched-mlflow"]["stringData"] == {
+        "tracking-uri": f"http://podsched-mlflow:{service_port}"
+    }
+    postgres = docs["StatefulSet", "podsched-postgres"]["spec"]["template"]["spec"]
+    assert postgres["containers"][0]["image"] == "postgres:15"
+    [server] = docs["Deployment", "podsched-mlflow"]["spec"]["template"]["spec"]["containers"]
+    assert server["command"] == ["mlflow", "server"]
+    options = dict(arg.removeprefix("--").split("=", 1) for arg in server["args"])
+    postgres_port = docs["Service", "podsched-postgres"]["spec"]["ports"][0]["port"]
+    assert options["backend-store-uri"] == (
+        f"postgresql+psycopg2://mlflow@podsched-postgres:{postgres_port}/mlflow"
+    )
+    assert options["port"] == str(service_port)
+    assert "podsched-mlflow:5000" in options["allowed-hosts"].split(",")
+    mounts = {mount["mountPath"] for mount in server["volumeMounts"]}
+    assert options["artifacts-destination"] in mounts
+    # The database password comes from a Secret the lab creates, never from the manifest.
+    [password] = server["env"]
+    assert password["name"] == "PGPASSWORD"
+    assert password["valueFrom"]["secretKeyRef"]["name"] == "podsched-mlflow-postgres"
+    assert "psycopg2-binary>=2.9" in pyproject()["project"]["optional-dependencies"]["server"]
+
+
+# --- the image -----------------------------------------------------------------------------
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """(instruction, arguments) of infra/Dockerfile, continuation lines joined."""
+    text = re.sub(r"\\\n\s*", " ", (INFRA / "Dockerfile").read_text())
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            instruction, _, rest = line.partition(" ")
+            found.append((instruction.upper(), rest.strip()))
+    return found
+
+
+def test_dockerfile_copies_paths_that_exist() -> None:
+    copies = [rest for instruction, rest in dockerfile_instructions() if instruction == "COPY"]
+    sources = []
+    for rest in copies:
+        parts = [part for part in shlex.split(rest) if not part.startswith("--")]
+        sources += parts[:-1]
+    assert sources == [
+        "pyproject.toml",
+        "README.md",
+        "envs",
+        "models",
+        "tune",
+        "platform",
+        "infra",
+    ]
+    for source in sources:
+        assert (ROOT / source).exists(), source
+    # Everything the packages and programs need is copied: pyproject's packages.
+    packages = pyproject()["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert {package.rstrip("*") for package in packages} <= set(sources)
+    ignored = (INFRA / "Dockerfile.dockerignore").read_text().split()
+    assert {".venv", ".git", "ray_results", "mlflow.db"} <= set(ignored)
+
+
+def pip_arguments(command: str) -> list[str]:
+    """The arguments of a ``... -m pip install ...`` command, without --no-cache-dir."""
+    tokens = shlex.split(command)
+    start = tokens.index("install") + 1
+    return [token for token in tokens[start:] if token != "--no-cache-dir"]
+
+
+def test_dockerfile_installs_the_project_as_the_makefile_does() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    [make_line] = [line for line in makefile.splitlines() if re.search(r"pip install .*-e ", line)]
+    runs = [rest for instruction, rest in dockerfile_instructions() if instruction == "RUN"]
+    [install] = [run for run in runs if " -e " in run]
+    project_install = install.split("&&")[-1]
+    assert pip_arguments(project_install) == pip_arguments(make_line) == ["--quiet", "-e", ".[dev]"]
+    # CPU torch at the project's pin, from PyTorch's index of the chosen variant.
+    instructions = dockerfile_instructions()
+    args = dict(
+        rest.split("=", 1)
+        for instruction, rest in instructions
+        if instruction == "ARG" and "=" in rest
+    )
+    assert f"=={args['TORCH_VERSION']}" == pin("torch")
+    assert args["TORCH_INDEX"] == "cpu" and args["RAY_VARIANT"] == "cpu"
+    assert '"https://download.pytorch.org/whl/${TORCH_INDEX}"' in install
+    torch_install = install.split("&&")[0]
+    assert '"torch==${TORCH_VERSION}"' in torch_install
+    # Ray's own image at the project's Ray and Python.
+    [base] = [rest for instruction, rest in instructions if instruction == "FROM"]
+    assert base == "rayproject/ray:${RAY_VERSION}-${PYTHON_TAG}-${RAY_VARIANT}"
+    assert args["RAY_VERSION"].startswith(pin("ray").removeprefix("==").rstrip("*"))
+    assert args["PYTHON_TAG"] == "py311"
+    assert ("WORKDIR", IMAGE_PROJECT) in instructions
