@@ -331,6 +331,8 @@ class EvaluationSection:
 
 #: Learning-rate schedules of the imitation warm start.
 LR_SCHEDULES = ("constant", "cosine")
+#: Where a clone's 1 - confidence goes (``warm_start.explore``; :mod:`tune.imitation`).
+EXPLORE_TARGETS = ("legal", "wait")
 
 
 @dataclass(frozen=True)
@@ -355,6 +357,10 @@ class WarmStartSection:
     probability on the heuristic's action and the rest evenly on the other legal ones
     (default 1: plain cloning): a clone of an ``advice`` environment otherwise becomes
     deterministic, and PPO, sampling only the advised actions, has nothing to compare.
+    ``explore`` says where that 1 - c goes: "legal" (every other legal action alike) or
+    "wait" (the wait action alone, where it is legal and not the teacher's: the clone then
+    asks one question at every choice -- act as advised now, or hold the task back -- and
+    PPO compares the two instead of random placements).
     """
 
     heuristic: str = "fifo+packing"
@@ -368,6 +374,7 @@ class WarmStartSection:
     value_weight: float = 0.5
     anchor: float = 0.0
     confidence: float = 1.0
+    explore: str = "legal"
     seeds_from: int = 100_000
     seed: int = 0
 
@@ -398,6 +405,10 @@ class WarmStartSection:
             raise ConfigError(
                 f"warm_start.confidence must be in (0, 1] (the teacher's target "
                 f"probability), got {self.confidence!r}"
+            )
+        if self.explore not in EXPLORE_TARGETS:
+            raise ConfigError(
+                f"warm_start.explore={self.explore!r}; allowed: {', '.join(EXPLORE_TARGETS)}"
             )
         for key in ("value_weight", "anchor"):
             value = getattr(self, key)

@@ -180,16 +180,23 @@ def build_module(experiment: ExperimentConfig) -> Any:
 
 
 def masked_cross_entropy(
-    logits: Any, actions: Any, action_mask: Any, confidence: float = 1.0
+    logits: Any,
+    actions: Any,
+    action_mask: Any,
+    confidence: float = 1.0,
+    explore: str = "legal",
 ) -> tuple[Any, Any]:
     """Mean cross-entropy of ``logits`` [B, A] (already masked) against ``actions`` [B]
     over the rows with more than one legal action, and that row selection [B] (bool).
 
     A row with a single legal action gives the same (zero) loss whatever the network
     does, but it would still dilute the mean; with no such rows the loss is 0. With
-    ``confidence`` c < 1 the target is c on the teacher's action and 1 - c shared evenly
-    by the row's other legal actions (the clone then keeps that much probability off the
-    teacher's choice, for PPO to explore); masked actions always get 0.
+    ``confidence`` c < 1 the target is c on the teacher's action and 1 - c on the
+    alternatives ``explore`` names (the clone then keeps that much probability off the
+    teacher's choice, for PPO to explore): "legal", shared evenly by the row's other legal
+    actions; "wait", all on the wait action (the last one), on rows where it is legal and
+    not the teacher's (the others keep the whole target on the teacher's action). Masked
+    actions always get 0.
     """
     import torch
 
@@ -197,11 +204,18 @@ def masked_cross_entropy(
     if not bool(informative.any()):
         return logits.sum() * 0.0, informative
     log_probabilities = torch.log_softmax(logits[informative], dim=-1)
-    chosen = log_probabilities.gather(-1, actions[informative].unsqueeze(-1)).squeeze(-1)
+    taught = actions[informative]
+    chosen = log_probabilities.gather(-1, taught.unsqueeze(-1)).squeeze(-1)
     if confidence >= 1.0:
         return -chosen.mean(), informative
     legal = (action_mask[informative] > 0).float()
-    others = legal.scatter(-1, actions[informative].unsqueeze(-1), 0.0)
+    if explore == "wait":
+        wait = logits.shape[-1] - 1
+        held = (legal[:, wait] > 0) & (taught != wait)
+        # Where waiting is no alternative the teacher's action takes the whole target.
+        alternative = torch.where(held, log_probabilities[:, wait], chosen)
+        return -(confidence * chosen + (1.0 - confidence) * alternative).mean(), informative
+    others = legal.scatter(-1, taught.unsqueeze(-1), 0.0)
     # Legal log-probabilities only: a masked action's is about the float minimum.
     spread = (others * log_probabilities).sum(-1) / others.sum(-1)
     return -(confidence * chosen + (1.0 - confidence) * spread).mean(), informative
@@ -214,7 +228,12 @@ def _batch(trajectories: Trajectories, rows: np.ndarray) -> dict[str, Any]:
 
 
 def _losses(
-    module: Any, trajectories: Trajectories, rows: np.ndarray, scale: float, confidence: float = 1.0
+    module: Any,
+    trajectories: Trajectories,
+    rows: np.ndarray,
+    scale: float,
+    confidence: float = 1.0,
+    explore: str = "legal",
 ) -> tuple[Any, Any, int, int]:
     """Actor and critic losses on ``rows``, and (correct argmax, informative) counts."""
     import torch
@@ -224,7 +243,9 @@ def _losses(
     out = module.forward_train({Columns.OBS: obs})
     logits = out[Columns.ACTION_DIST_INPUTS]
     actions = torch.as_tensor(trajectories.actions[rows])
-    actor, informative = masked_cross_entropy(logits, actions, obs["action_mask"], confidence)
+    actor, informative = masked_cross_entropy(
+        logits, actions, obs["action_mask"], confidence, explore
+    )
     values = module.compute_values({Columns.OBS: obs}, out.get(Columns.EMBEDDINGS))
     targets = torch.as_tensor(trajectories.returns[rows], dtype=values.dtype)
     critic = torch.mean(((values - targets) / scale) ** 2)
@@ -306,13 +327,14 @@ def pretrain(
     seed: int,
     lr_schedule: str = "constant",
     confidence: float = 1.0,
+    explore: str = "legal",
     log: Callable[[str], None] | None = None,
 ) -> ImitationReport:
     """Fit ``module`` to ``train`` (Adam, shuffled minibatches, ``epochs`` passes, the
     step size ``lr`` throughout or along a half cosine to 0 with ``lr_schedule="cosine"``;
-    the actor's target puts ``confidence`` on the teacher's action, see
-    :func:`masked_cross_entropy`); deterministic for a given ``seed``. Returns the report
-    on ``heldout``."""
+    the actor's target puts ``confidence`` on the teacher's action and the rest where
+    ``explore`` says, see :func:`masked_cross_entropy`); deterministic for a given
+    ``seed``. Returns the report on ``heldout``."""
     import torch
 
     torch.manual_seed(seed)
@@ -332,7 +354,7 @@ def pretrain(
         order = order_rng.permutation(len(train))
         for start in range(0, len(order), minibatch_size):
             rows = np.sort(order[start : start + minibatch_size])
-            actor, critic, _, _ = _losses(module, train, rows, scale, confidence)
+            actor, critic, _, _ = _losses(module, train, rows, scale, confidence, explore)
             loss = actor + value_weight * critic
             optimizer.zero_grad()
             loss.backward()
@@ -425,6 +447,7 @@ def warm_start_clones(
             lr=settings.lr,
             lr_schedule=settings.lr_schedule,
             confidence=settings.confidence,
+            explore=settings.explore,
             minibatch_size=settings.minibatch_size,
             value_weight=settings.value_weight,
             seed=seed,

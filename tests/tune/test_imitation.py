@@ -125,6 +125,28 @@ def test_confidence_spreads_the_rest_over_the_other_legal_actions() -> None:
     assert probabilities.tolist() == pytest.approx([0.1, 0.8, 0.1, 0.0], abs=1e-3)
 
 
+def test_explore_wait_puts_the_rest_on_the_wait_action_alone() -> None:
+    # Row 0: the teacher places (action 1), waiting (3) is legal; row 1: the teacher waits;
+    # row 2: waiting is masked, so the teacher's action takes the whole target.
+    mask = torch.tensor([[1, 1, 0, 1], [1, 0, 0, 1], [1, 1, 0, 0]], dtype=torch.int8)
+    logits = torch.tensor([[2.0, 0.5, -1e9, -1.0], [0.3, -1e9, -1e9, 0.7], [1.0, -0.5, -1e9, -1e9]])
+    actions = torch.tensor([1, 3, 0])
+    loss, _ = masked_cross_entropy(logits, actions, mask, confidence=0.8, explore="wait")
+    log_p = torch.log_softmax(logits, -1)
+    expected = -((0.8 * log_p[0, 1] + 0.2 * log_p[0, 3]) + log_p[1, 3] + log_p[2, 0]) / 3
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    # Its minimum: 0.8 on the teacher, 0.2 on waiting, nothing on the other legal action.
+    free = torch.zeros(1, 4, requires_grad=True)
+    optimizer = torch.optim.Adam([free], lr=0.1)
+    masked = torch.tensor([[0.0, 0.0, -1e9, 0.0]])
+    for _ in range(800):
+        optimizer.zero_grad()
+        masked_cross_entropy(free + masked, actions[:1], mask[:1], 0.8, "wait")[0].backward()
+        optimizer.step()
+    probabilities = torch.softmax(free + masked, -1)[0]
+    assert probabilities.tolist() == pytest.approx([0.0, 0.8, 0.0, 0.2], abs=2e-3)
+
+
 def test_pretraining_beats_random_legal_actions_and_is_deterministic(tmp_path: Path) -> None:
     experiment = tiny_experiment()
     path, report = warm_start(experiment, tmp_path / "first")
@@ -236,6 +258,10 @@ def test_the_saved_module_loads_into_the_algorithm(ray_local, tmp_path: Path) ->
         (
             {"warm_start": {"confidence": 1.2}},
             r"warm_start.confidence must be in \(0, 1\]",
+        ),
+        (
+            {"warm_start": {"explore": "forward"}},
+            r"warm_start.explore='forward'; allowed: legal, wait",
         ),
         (
             {"warm_start": {"value_weight": -1}},
