@@ -12,9 +12,10 @@ the job alone on its placement (:mod:`envs.sim.speed`):
 
 On the flat 15 x 8 cluster a pair inside a server moves at 128 Gbps (PCIe; the QPI hop is
 faster) and a pair across servers at the 10 Gbps server port, so a job that spans servers
-pays its ring's cross-server hop; with the sced2 catalog the 4-GPU slowdowns of spreading
-over two servers are VGG16 2.8x, Transformer 1.9x, DeepSpeech 1.5x, Inception3 1.5x
-(002 §II-A measured 5.9x, 2.7x, 1.6x, 1.4x).
+pays its ring's cross-server hop; the sced2 catalog's compute times are calibrated so that
+the 4-GPU slowdowns of spreading over two servers are 002 §II-A's measured ones: VGG16
+5.9x, Transformer 2.7x, DeepSpeech 1.6x, Inception3 1.4x
+(tests/envs/sced2/test_sced2_sensitivity.py).
 
 :class:`ProfiledSimulator` is the simulator with interference and shared-link contention
 switched off and every placement priced this way through its ``speed_factor`` (step /

@@ -71,7 +71,8 @@ def test_effectiveness_of_a_job_alone_by_hand() -> None:
     actual = 3600 * step / compute("VGG16")  # the work is 3600 s of ideal steps
     assert info["placed"]["step_time"] == pytest.approx(step)
     assert info["placed"]["actual"] == pytest.approx(actual)
-    assert reward == pytest.approx(3600 / (0 + actual)) == pytest.approx(0.8482, abs=1e-4)
+    # 0.0731 s of compute and 6.64 Gb over 128 Gbps (0.0519 s): 0.0731 / 0.1250.
+    assert reward == pytest.approx(3600 / (0 + actual)) == pytest.approx(0.5849, abs=1e-4)
     assert terminated  # nothing else to decide: the environment ran to the end
     assert info["episode"]["execution_effectiveness"] == pytest.approx(reward)
     assert info["episode"]["avg_jct"] == pytest.approx(actual)
@@ -86,7 +87,8 @@ def test_effectiveness_counts_the_wait_and_spreading_slows_a_job() -> None:
     env = Sced2Env(servers=1, jobs=jobs)
     env.reset(seed=0)
     _, first, _, _, info = env.step(0)  # the 8-GPU Transformer, across both groups
-    t1 = 1000 * (compute("Transformer") + ring_gigabits("Transformer", 8) / PCIE_GBPS) / 0.30
+    transformer = compute("Transformer")
+    t1 = 1000 * (transformer + ring_gigabits("Transformer", 8) / PCIE_GBPS) / transformer
     assert first == pytest.approx(1000 / t1)
     # Nothing else fits: the environment holds by itself until the Transformer ends.
     assert info["time"] == pytest.approx(t1)
