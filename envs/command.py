@@ -80,7 +80,15 @@ def forward_options(
     def run(options: dict[str, Any]) -> dict[str, Any]:
         params = {key: options[key] for key in keys}
         params.update({key: options[key] for key in optional if options[key] is not None})
-        return runner(options["policy"], jobs=jobs_from_file(options), **params)
+        jobs = jobs_from_file(options)
+        try:
+            return runner(options["policy"], jobs=jobs, **params)
+        except (ValueError, TypeError, KeyError) as error:
+            path = options.get("jobs_file")
+            if jobs is None or str(error).startswith(str(path)):
+                raise
+            # A bad job list: say which file it came from.
+            raise ValueError(f"{path}: {error}") from None
 
     run.__doc__ = f":func:`{runner.__module__}.{runner.__qualname__}` with the options given."
     return run
@@ -89,7 +97,12 @@ def forward_options(
 def jobs_from_file(options: dict[str, Any]) -> Any:
     """The explicit job list of ``--jobs-file`` (JSON), or None when it was not given."""
     path = options.get("jobs_file")
-    return None if path is None else json.loads(Path(path).read_text())
+    if path is None:
+        return None
+    try:
+        return json.loads(Path(path).read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ValueError(f"{path}: not a JSON job list ({error})") from None
 
 
 def titled_report(

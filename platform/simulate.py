@@ -448,10 +448,14 @@ def command_run(args: argparse.Namespace) -> int:
     results: list[SimulationResult] = []
     for name in names:
         progress = Progress(name, len(workload))
-        results.append(
-            simulate(cluster, workload, scheduler_for(name), name, config, progress.update)
-        )
-        progress.close()
+        try:
+            result = simulate(cluster, workload, scheduler_for(name), name, config, progress.update)
+        except ValueError as error:
+            # A job the simulator refuses (too long, never fits): say which trace it came from.
+            raise UsageError(f"{args.trace}: {error}" if args.trace else str(error)) from None
+        finally:
+            progress.close()
+        results.append(result)
     metrics = {result.policy: result.metrics() for result in results}
     # Results first, files after: a file that cannot be written loses no finished run.
     if args.json:
@@ -515,6 +519,22 @@ def _check_output_path(option: str, path: Path | None) -> None:
         raise UsageError(f"{option} {path}: folder {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise UsageError(f"{option} {path}: not writable (permission denied)")
+    if option == "--plot":
+        formats = _plot_formats()
+        suffix = path.suffix.lstrip(".").lower()
+        if suffix not in formats:
+            given = f".{suffix} files" if suffix else "a name without an extension"
+            raise UsageError(
+                f"--plot {path}: matplotlib cannot write {given}; end the name in one of "
+                f".{', .'.join(formats)}"
+            )
+
+
+def _plot_formats() -> list[str]:
+    """The file extensions matplotlib writes (its default backend's)."""
+    from matplotlib.figure import Figure  # matplotlib only when a plot is asked for
+
+    return sorted(Figure().canvas.get_supported_filetypes())
 
 
 def _write_metrics_csv(metrics: dict[str, dict[str, Any]], path: Path) -> None:

@@ -38,6 +38,7 @@ stderr naming the key and what is allowed, and exits with status 2 before traini
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import shutil
@@ -127,7 +128,7 @@ def start_from_clone(
 
 
 def run_tune(
-    experiment: ExperimentConfig, storage: Path, tracking_uri: str, resume: bool, verbose: int = 1
+    experiment: ExperimentConfig, storage: Path, tracking_uri: str, resume: bool
 ) -> tuple[Any, str | None, dict[str, float]]:
     """Fit (or resume) the Tune experiment; returns its ResultGrid, the warm-start
     module's folder (None without a ``warm_start`` section) and the clones' validation
@@ -145,10 +146,8 @@ def run_tune(
         if resume and folder.is_dir():
             warm_start_path = str(folder)
         else:
-            # With --json, stdout carries only the final object.
-            stream = sys.stdout if verbose else sys.stderr
             warm_start_path, clone_scores = start_from_clone(
-                experiment, folder, log=lambda line: print(line, file=stream, flush=True)
+                experiment, folder, log=lambda line: print(line, flush=True)
             )
     config = algorithm_config(experiment, warm_start_path=warm_start_path)
     seeds = experiment.seeds
@@ -156,7 +155,7 @@ def run_tune(
     if resume:
         tuner = restore_tuner(experiment, config, storage)
     else:
-        tuner = make_tuner(experiment, config, storage, tracking_uri, verbose=verbose)
+        tuner = make_tuner(experiment, config, storage, tracking_uri)
     return tuner.fit(), warm_start_path, clone_scores
 
 
@@ -274,7 +273,7 @@ def log_evaluation(
 def main(argv: list[str] | None = None) -> int:
     """Run the program; returns the exit status."""
     args = build_parser().parse_args(argv)
-    from tune.mlflow_tracking import resolve_tracking_uri, ui_command
+    from tune.mlflow_tracking import resolve_tracking_uri
 
     try:
         experiment = load(args)
@@ -288,18 +287,36 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ValueError) as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
+    if not args.json:
+        return train_and_evaluate(args, experiment, storage, tracking_uri)[0]
+    # stdout carries only the final object; Tune's progress and every other line go to
+    # stderr, where a terminal or `ray job logs` shows them while the run goes on.
+    with contextlib.redirect_stdout(sys.stderr):
+        status, payload = train_and_evaluate(args, experiment, storage, tracking_uri)
+    if payload is not None:
+        print(json.dumps(json_safe(payload)), flush=True)
+    return status
+
+
+def train_and_evaluate(
+    args: argparse.Namespace, experiment: ExperimentConfig, storage: Path, tracking_uri: str
+) -> tuple[int, dict[str, Any] | None]:
+    """Train, then evaluate unless ``--skip-evaluation``; prints the report (not with
+    ``--json``). Returns the exit status and the ``--json`` object (None on an error)."""
+    from tune.mlflow_tracking import ui_command
+
     started = time.monotonic()
     try:
         results, warm_start_path, clone_scores = run_tune(
-            experiment, storage, tracking_uri, args.resume, verbose=0 if args.json else 1
+            experiment, storage, tracking_uri, args.resume
         )
     except ConfigError as error:
         print(f"train.py: error: {error}", file=sys.stderr)
-        return 2
+        return 2, None
     errors = [result.error for result in results if result.error is not None]
     if errors:
         print(f"train.py: error: a trial failed: {errors[0]}", file=sys.stderr)
-        return 1
+        return 1, None
     training_s = time.monotonic() - started
     best = results.get_best_result(metric=BEST_METRIC, mode="max")
     checkpoint = best.checkpoint.path
@@ -332,9 +349,7 @@ def main(argv: list[str] | None = None) -> int:
         "training_s": round(training_s, 1),
         "evaluation_s": round(evaluation_s, 1),
     }
-    if args.json:
-        print(json.dumps(json_safe(payload)))
-    else:
+    if not args.json:
         if table:
             from tune.evaluation import format_evaluation
 
@@ -345,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nevaluated policy: {checkpoint}")
         print(f"MLflow experiment '{experiment.experiment_name}' at {tracking_uri}")
         print(f"open it with: {ui_command(tracking_uri)}")
-    return 0
+    return 0, payload
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ and the best trial's checkpoint and configuration (``--json``: one object with `
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -79,9 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from tune.search import run_sweep
 
-    payload = run_sweep(
-        experiment, args.num_samples, args.storage.resolve(), tracking_uri, 0 if args.json else 1
-    )
+    # With --json stdout carries only the final object; Tune's progress goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        payload = run_sweep(experiment, args.num_samples, args.storage.resolve(), tracking_uri)
     rows = payload["trials"]
     finished = [row for row in rows if row["episode_return_mean"] is not None]
     if args.json:

@@ -180,12 +180,13 @@ class Simulator:
         self.ps_gpus = np.ceil(workload.ps_demand[:, 0]).astype(np.int64)
         self.ps_cpus = workload.ps_demand[:, 1].astype(np.float64)
         fixed = workload.is_fixed_duration
-        self.work_total = np.where(
-            fixed,
-            np.nan_to_num(workload.duration) / self.compute_time * self.num_workers,
-            workload.epochs * workload.iterations_per_epoch,
-        ).astype(np.float64)
-        self.ideal_duration = self.work_total * self.compute_time / self.num_workers
+        with np.errstate(over="ignore"):  # an absurd duration overflows: refused just below
+            self.work_total = np.where(
+                fixed,
+                np.nan_to_num(workload.duration) / self.compute_time * self.num_workers,
+                workload.epochs * workload.iterations_per_epoch,
+            ).astype(np.float64)
+            self.ideal_duration = self.work_total * self.compute_time / self.num_workers
         self._check_feasible()
 
         self.status = np.full(num_jobs, JobStatus.FUTURE, dtype=np.int8)
@@ -420,8 +421,13 @@ class Simulator:
                 return True
             step_to = self._next_time()
             if step_to == math.inf:
+                waiting = self.waiting_jobs()
+                if not len(waiting):  # running jobs that never finish: nothing left to decide
+                    raise SimulationStalledError(
+                        "no job waits, nothing will arrive, and the running jobs never finish"
+                    )
                 raise SimulationStalledError(
-                    f"{self._num_waiting} job(s) wait (first: job {self.waiting_jobs()[0]}), "
+                    f"{self._num_waiting} job(s) wait (first: job {waiting[0]}), "
                     "nothing runs and nothing will arrive: the policy must place a job"
                 )
             self._advance(min(step_to, self.config.horizon_s))
@@ -455,6 +461,15 @@ class Simulator:
         return int(job)
 
     def _check_feasible(self) -> None:
+        too_long = ~(np.isfinite(self.work_total) & np.isfinite(self.ideal_duration))
+        if too_long.any():
+            job = int(np.flatnonzero(too_long)[0])
+            raise ValueError(
+                f"job {job} (workload row {int(self.workload.job_id[job])}) is too long to "
+                f"simulate: its duration ({float(self.workload.duration[job]):g} s) divided by "
+                f"its model's compute time per iteration ({float(self.compute_time[job]):g} s) "
+                f"overflows; {int(too_long.sum())} job(s) need a finite, smaller duration"
+            )
         cluster = self.cluster
         biggest_group = int(cluster.group_gpus.max())
         biggest_socket = float(cluster.socket_cores.max())

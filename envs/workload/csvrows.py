@@ -60,10 +60,18 @@ class CsvFile:
         self._handle.close()
 
     def _next_row(self) -> tuple[int, list[str]] | None:
-        for row in self._reader:
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue
-            return self._reader.line_num, row
+        try:
+            for row in self._reader:
+                if not row or (len(row) == 1 and not row[0].strip()):
+                    continue
+                return self._reader.line_num, row
+        except UnicodeDecodeError:
+            raise TraceFormatError(
+                self.path,
+                self._reader.line_num + 1,
+                "(file)",
+                "not a UTF-8 text CSV (a binary or compressed file?)",
+            ) from None
         return None
 
     def header(

@@ -47,3 +47,21 @@ def test_bad_values_are_one_line_exit_2() -> None:
         result = run("paper_baselines.py", *args)
         assert result.returncode == 2 and result.stderr.count("\n") == 1
         assert message in result.stderr
+
+
+def test_a_bad_job_file_is_named(tmp_path: Path) -> None:
+    wrong = tmp_path / "jobs.json"
+    wrong.write_text('[{"bad": 1}]')
+    binary = tmp_path / "jobs.bin"
+    binary.write_bytes(b"\xff\xfe\x00binary")
+    for path, problem in (
+        (
+            wrong,
+            "job 0 must be a mapping with exactly the keys arrival, model, gpus, duration, "
+            "got {'bad': 1}",
+        ),
+        (binary, "not a JSON job list ("),
+    ):
+        result = run("simulate.py", "sced2", "--jobs-file", str(path), "--policy", "sif")
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr.startswith(f"simulate.py: error: {path}: {problem}")

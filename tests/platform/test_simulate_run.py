@@ -249,3 +249,53 @@ def test_contention_cap_and_las_promotion_are_recorded_and_used() -> None:
     assert metrics["preemptions"] > default["policies"]["las+packing"]["preemptions"]
     usage = " ".join(run("--help").stdout.split())
     assert "--max-contention CS|off" in usage and "--las-promote KNOB|off" in usage
+
+
+def test_a_plot_matplotlib_cannot_write_fails_before_the_trace_is_read(tmp_path: Path) -> None:
+    # The trace does not exist: had the run started, that would be the error.
+    result = run(
+        *("--topology", "flat", "--servers", "2", "--gpus", "2", "--policy", "fifo+packing"),
+        *("--trace", str(tmp_path / "missing.csv"), "--plot", str(tmp_path / "cdf.txt")),
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(
+        f"simulate.py: error: --plot {tmp_path / 'cdf.txt'}: matplotlib cannot write .txt "
+        "files; end the name in one of "
+    )
+    assert (
+        ".png" in result.stderr and ".pdf" in result.stderr and not (tmp_path / "cdf.txt").exists()
+    )
+
+
+def test_an_absurd_trace_duration_is_refused_naming_the_file_and_row(tmp_path: Path) -> None:
+    trace = tmp_path / "huge.csv"
+    trace.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n0,600,1,600,vc1\n10,1e308,1,1e308,vc1\n"
+    )
+    result = run(
+        *("--topology", "flat", "--servers", "2", "--gpus", "8", "--policy", "fifo+packing"),
+        *("--trace", str(trace)),
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    # The second data row (job 1), whose work overflows a float at any model's step time.
+    assert result.stderr.startswith(
+        f"simulate.py: error: {trace}: job 1 (workload row 1) is too long to simulate: "
+        "its duration (1e+308 s) divided by its model's compute time per iteration"
+    )
+    assert result.stderr.endswith("overflows; 1 job(s) need a finite, smaller duration\n")
+
+
+def test_a_binary_trace_is_refused_naming_the_file(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv.gz"
+    trace.write_bytes(b"\x1f\x8b\x08\x00\xff\xfe\x80\x81 not text")
+    result = run(
+        *("--topology", "flat", "--servers", "2", "--gpus", "8", "--policy", "fifo+packing"),
+        *("--trace", str(trace)),
+    )
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr == (
+        f"simulate.py: error: {trace}:1: field '(file)': not a UTF-8 text CSV "
+        "(a binary or compressed file?)\n"
+    )

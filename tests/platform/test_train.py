@@ -116,6 +116,9 @@ def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path) -> None
         *("--set", f"tracking.tracking_uri={uri}"),
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    # --json: stdout is the one object; Tune's progress went to stderr meanwhile.
+    assert len(result.stdout.splitlines()) == 1
+    assert "Trial status:" in result.stderr
     payload = last_json(result.stdout)
     assert Path(payload["checkpoint"]).is_dir()
     assert payload["tracking_uri"] == uri and payload["experiment"] == "tiny"
