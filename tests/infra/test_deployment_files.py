@@ -19,6 +19,9 @@ import jsonschema
 import pytest
 import yaml
 
+from tune.experiment import load_config
+from tune.preflight import check_experiment, check_resources, trial_resources
+
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
 KUBERAY = INFRA / "kuberay"
@@ -238,6 +241,12 @@ def test_raycluster_autoscales_cpu_workers_with_an_optional_gpu_group() -> None:
     assert claims[0]["spec"]["accessModes"] == ["ReadWriteMany"]
 
 
+def cpu_worker_pod() -> dict[str, float]:
+    """The Ray resources of one pod of raycluster.yaml's CPU group (Ray reads the limits)."""
+    container = ray_containers(kuberay_resources()["raycluster.yaml"])["cpu"]
+    return {"CPU": float(container["resources"]["limits"]["cpu"]), "GPU": 0.0}
+
+
 def entrypoint(job: dict[str, Any]) -> list[str]:
     return shlex.split(job["spec"]["entrypoint"])
 
@@ -267,11 +276,14 @@ def test_train_rayjob_entrypoint_parses_and_its_config_loads() -> None:
     assert experiment.name == "demo"
     assert experiment.resources.num_env_runners == 4
     assert args.json is True and args.resume is False
+    # What train.py checks before Ray: the environment and model build and act, and one
+    # trial (2 learner CPUs + 4 env runners) fits a CPU worker pod of raycluster.yaml.
+    check_experiment(experiment)
+    assert trial_resources(experiment) == {"CPU": 6.0}
+    check_resources(experiment, cpu_worker_pod(), "a CPU worker pod")
 
 
 def test_sweep_rayjob_entrypoint_parses_and_its_config_loads() -> None:
-    from tune.experiment import load_config
-
     sweep = load_script("tune/sweep.py", "podsched_sweep_cli")
     argv = entrypoint(kuberay_resources()["rayjob-sweep.yaml"])
     assert argv[:2] == ["python", "tune/sweep.py"]
@@ -281,6 +293,8 @@ def test_sweep_rayjob_entrypoint_parses_and_its_config_loads() -> None:
     # sweep.py refuses a warm start before Ray starts: the job's overrides remove it.
     assert experiment.warm_start is None
     assert experiment.stop.training_iteration == 10
+    check_experiment(experiment)
+    check_resources(experiment, cpu_worker_pod(), "a CPU worker pod")
 
 
 # --- the Kubernetes MLflow ------------------------------------------------------------------

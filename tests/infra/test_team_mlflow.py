@@ -1,0 +1,227 @@
+"""infra/team_mlflow.py for real: a throwaway PostgreSQL 15 (its own data folder and port)
+under an MLflow server, the demo's tiny sibling trained against it, and every run, metric
+and artifact found there -- through MLflow and in PostgreSQL's own tables. The program is
+stopped by its own process id, and it stops PostgreSQL by the postmaster's."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PROGRAM = ROOT / "infra" / "team_mlflow.py"
+TINY = ROOT / "tests" / "data" / "configs" / "tiny.yaml"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def team_mlflow() -> Any:
+    """The program as a module (infra/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("podsched_team_mlflow", PROGRAM)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture
+def data_root() -> Iterator[Path]:
+    """A folder PostgreSQL's own OS user can enter (pytest's tmp_path is root's, 0700)."""
+    root = Path(tempfile.mkdtemp(prefix="team-mlflow-", dir="/tmp"))
+    root.chmod(0o711)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_bad_arguments_fail_with_one_line(tmp_path: Path) -> None:
+    program = team_mlflow()
+    defaults = program.build_parser().parse_args(["serve", "--data-dir", str(tmp_path)])
+    assert defaults.host == "127.0.0.1"  # this machine only, unless told otherwise
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    cases = {
+        ("--data-dir", str(not_a_folder)): f"--data-dir {not_a_folder} exists and is not a folder",
+        ("--data-dir", str(tmp_path), "--port", "70000"): "--port must be in 1..65535, got 70000",
+        ("--data-dir", str(tmp_path), "--port", "5000", "--db-port", "5000"): (
+            "--port and --db-port must differ, both are 5000"
+        ),
+    }
+    for arguments, message in cases.items():
+        done = subprocess.run(
+            [sys.executable, str(PROGRAM), "serve", *arguments],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2
+        assert done.stderr == f"team_mlflow.py: error: {message}\n"
+    if os.geteuid() == 0:
+        # PostgreSQL refuses root; its own user cannot enter pytest's 0700 folders.
+        done = subprocess.run(
+            [sys.executable, str(PROGRAM), "serve", "--data-dir", str(tmp_path / "team")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2
+        assert "PostgreSQL runs as 'postgres' (it refuses root) and cannot enter" in done.stderr
+        assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.integration
+def test_training_logs_everything_to_the_postgres_backed_server(data_root: Path) -> None:
+    import psycopg2
+    from mlflow.tracking import MlflowClient
+
+    port, db_port = free_port(), free_port()
+    data_dir = data_root / "team"
+    log = (data_root / "server.log").open("w")
+    server = subprocess.Popen(
+        [
+            *(sys.executable, str(PROGRAM), "serve", "--data-dir", str(data_dir)),
+            *("--port", str(port), "--db-port", str(db_port)),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        start_new_session=True,
+    )
+    postmaster = None
+    try:
+        assert server.stdout is not None
+        ready = server.stdout.readline()  # one line once the server answers
+        assert ready.startswith(f"team MLflow at http://127.0.0.1:{port} "), (
+            ready + (data_root / "server.log").read_text()[-3000:]
+        )
+        postmaster = int((data_dir / "postgres" / "data" / "postmaster.pid").read_text().split()[0])
+        assert f"pid {postmaster};" in ready
+        # Bound to loopback only: PostgreSQL's configuration as it runs.
+        password = (data_dir / "pgpass").read_text().strip().rsplit(":", 1)[1]
+        assert oct((data_dir / "pgpass").stat().st_mode & 0o777) == "0o600"
+        with (
+            contextlib.closing(
+                psycopg2.connect(
+                    host="127.0.0.1",
+                    port=db_port,
+                    user="mlflow",
+                    password=password,
+                    dbname="mlflow",
+                )
+            ) as connection,
+            connection.cursor() as cursor,
+        ):
+            cursor.execute("SHOW listen_addresses")
+            assert cursor.fetchone() == ("127.0.0.1",)
+        uri = f"http://127.0.0.1:{port}"
+        result = subprocess.run(
+            [
+                *(sys.executable, str(ROOT / "platform" / "train.py"), "--config", str(TINY)),
+                *("--storage", str(data_root / "results"), "--stop-iters", "1", "--json"),
+                *("--set", f"tracking.tracking_uri={uri}"),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=600,
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        payload = json.loads(result.stdout.strip().splitlines()[-1])
+        assert payload["tracking_uri"] == uri
+        client = MlflowClient(tracking_uri=uri)
+        experiment = client.get_experiment_by_name("tiny")
+        assert experiment is not None
+        runs = client.search_runs([experiment.experiment_id])
+        training = [run for run in runs if run.data.tags.get("stage") != "evaluation"]
+        evaluation = {
+            run.data.tags["policy"]: run
+            for run in runs
+            if run.data.tags.get("stage") == "evaluation"
+        }
+        assert len(training) == 1 and len(runs) == 4
+        assert set(evaluation) == {"learned-greedy", "learned-sampled", "fifo+packing"}
+        assert all(run.info.status == "FINISHED" for run in runs)
+        train_run = training[0]
+        assert train_run.data.params["algorithm.train_batch_size"] == "200"
+        for name in ("episode_return_mean", "env_steps_lifetime", "time_this_iter_s"):
+            history = client.get_metric_history(train_run.info.run_id, name)
+            assert [metric.step for metric in history] == [1], name
+        assert evaluation["fifo+packing"].data.metrics["jobs_finished"] == 8
+        learned = evaluation["learned-greedy"]
+        artifacts = {a.path for a in client.list_artifacts(learned.info.run_id)}
+        assert artifacts == {
+            "config.yaml",
+            "learning_curve.png",
+            "jct_cdf.png",
+            "evaluation.csv",
+            "evaluation.json",
+            "checkpoint.txt",
+        }
+        # The artifacts are files of the server's artifact store, byte for byte what the
+        # client downloads; the runs and metrics are rows of PostgreSQL's tables.
+        stored = {path.name: path for path in (data_dir / "artifacts").rglob("*") if path.is_file()}
+        assert set(stored) == artifacts
+        downloaded = Path(client.download_artifacts(learned.info.run_id, "checkpoint.txt"))
+        assert stored["checkpoint.txt"].read_bytes() == downloaded.read_bytes()
+        assert downloaded.read_text().strip() == payload["checkpoint"]
+        with (
+            contextlib.closing(
+                psycopg2.connect(
+                    host="127.0.0.1",
+                    port=db_port,
+                    user="mlflow",
+                    password=password,
+                    dbname="mlflow",
+                )
+            ) as connection,
+            connection.cursor() as cursor,
+        ):
+            cursor.execute(
+                "SELECT run_uuid, status FROM runs WHERE experiment_id = %s",
+                (int(experiment.experiment_id),),
+            )
+            rows = dict(cursor.fetchall())
+            assert rows == {run.info.run_id: "FINISHED" for run in runs}
+            cursor.execute(
+                "SELECT step, value FROM metrics WHERE run_uuid = %s AND key = %s",
+                (train_run.info.run_id, "episode_return_mean"),
+            )
+            [(step, value)] = cursor.fetchall()
+            assert step == 1
+            assert value == pytest.approx(train_run.data.metrics["episode_return_mean"])
+    finally:
+        if server.poll() is None:
+            os.kill(server.pid, signal.SIGTERM)  # the program, by its own id
+        status = server.wait(timeout=120)
+        log.close()
+    assert status == 0, (data_root / "server.log").read_text()[-3000:]
+    # It stopped PostgreSQL (by the postmaster's id) and the MLflow server before exiting.
+    assert postmaster is not None and not alive(postmaster)
+    for stopped in (port, db_port):
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", stopped)) != 0
