@@ -5,7 +5,8 @@ Two families:
 * **Per-interval counts** (001's "number of arrived jobs per scheduling interval"): time is
   cut into intervals of ``interval_s`` seconds and each of ``num_schedulers`` schedulers
   receives a count of jobs per interval -- fixed (:func:`fixed_counts`), Poisson
-  (:func:`poisson_counts`) or heavy-tailed (:func:`bursty_counts`).
+  (:func:`poisson_counts`), heavy-tailed (:func:`bursty_counts`) or Poisson around a daily
+  cycle (:func:`diurnal_counts`, the shape of the production trace 001 replays).
   :func:`interval_arrivals` turns a count matrix into sorted arrival times plus the
   scheduler each job arrives at.
 * **Renewal processes**: i.i.d. gaps between consecutive jobs -- Bernoulli per time step as
@@ -130,6 +131,58 @@ def bursty_counts(
 
     block = max(16, math.ceil(jobs / (mean * schedulers)) + 4)
     return _draw_until(jobs, lambda: rng.poisson(intensity((block, schedulers))), schedulers)
+
+
+def diurnal_rates(
+    intervals: int, rate: float, *, period: int = 48, amplitude: float = 0.5, phase: float = 0.0
+) -> np.ndarray:
+    """Mean jobs per interval of a daily cycle: ``rate (1 + amplitude sin(2 pi (i / period +
+    phase)))`` for intervals ``i = 0 .. intervals - 1``.
+
+    ``period`` intervals make one cycle (48 half-hour intervals: a day); ``amplitude`` in
+    [0, 1) sets the peak-to-trough ratio ``(1 + a) / (1 - a)`` (3 for 0.5); ``phase`` (in
+    cycles) shifts where the episode starts. A whole cycle averages ``rate``.
+    """
+    mean = _positive("rate", rate)
+    cycle = _whole("period", period, 1)
+    if isinstance(amplitude, bool) or not (
+        isinstance(amplitude, int | float) and 0 <= amplitude < 1
+    ):
+        raise ValueError(f"amplitude must lie in [0, 1) so every rate is > 0, got {amplitude!r}")
+    if isinstance(phase, bool) or not isinstance(phase, int | float) or not math.isfinite(phase):
+        raise ValueError(f"phase must be a finite number of cycles, got {phase!r}")
+    cycles = np.arange(_whole("intervals", intervals, 0)) / cycle + float(phase)
+    return mean * (1.0 + float(amplitude) * np.sin(2.0 * math.pi * cycles))
+
+
+def diurnal_counts(
+    num_jobs: int,
+    rate: float,
+    num_schedulers: int,
+    rng: np.random.Generator,
+    *,
+    period: int = 48,
+    amplitude: float = 0.5,
+    phase: float = 0.0,
+) -> np.ndarray:
+    """(intervals, schedulers) Poisson counts whose mean follows :func:`diurnal_rates`.
+
+    Every scheduler sees the same cycle (a data center's users share one day), each with
+    its own Poisson draw per interval.
+    """
+    jobs = _whole("num_jobs", num_jobs, 1)
+    schedulers = _whole("num_schedulers", num_schedulers, 1)
+    diurnal_rates(1, rate, period=period, amplitude=amplitude, phase=phase)  # checks options
+    drawn = 0
+
+    def block() -> np.ndarray:
+        nonlocal drawn
+        size = max(16, math.ceil(jobs / (rate * schedulers)) + 4)
+        means = diurnal_rates(drawn + size, rate, period=period, amplitude=amplitude, phase=phase)
+        drawn += size
+        return rng.poisson(np.repeat(means[-size:, None], schedulers, axis=1))
+
+    return _draw_until(jobs, block, schedulers)
 
 
 def interval_arrivals(

@@ -12,6 +12,8 @@ uniform            001    15 jobs per 30-min interval per scheduler; random 001 
 poisson            --     as ``uniform`` but Poisson counts per interval (mean ``rate``)
 bursty             --     as ``uniform`` but heavy-tailed counts (Pareto or lognormal mixed
                           Poisson, mean ``rate``)
+diurnal            001    as ``uniform`` but Poisson counts around a daily cycle of the rate
+                          (001's default: arrivals per interval of a production trace)
 deeprm             DeepRM bimodal lengths (80% 1..3 steps, else 10..15), one random dominant
                           resource 5..10 units, others 1..2; Bernoulli arrivals; fixed duration
 cush               004    CuSH job sets: 75% of lengths <= 10t, the rest 11t..20t, arrivals in
@@ -39,6 +41,7 @@ from envs.workload.arrivals import (
     bernoulli_arrivals,
     bursty_counts,
     check_rng,
+    diurnal_counts,
     fixed_counts,
     interval_arrivals,
     poisson_counts,
@@ -307,6 +310,48 @@ def bursty_workload(
     jobs = _check_jobs(num_jobs)
     check_rng(rng)
     counts = bursty_counts(jobs, rate, num_schedulers, rng, law=law, shape=shape, sigma=sigma)
+    return _interval_workload(
+        jobs,
+        rng,
+        counts,
+        interval_s=interval_s,
+        within_interval=within_interval,
+        catalog=catalog,
+        workers=workers,
+        parameter_servers=parameter_servers,
+    )
+
+
+def diurnal_workload(
+    num_jobs: int,
+    rng: np.random.Generator,
+    *,
+    rate: float = 15.0,
+    period: int = 48,
+    amplitude: float = 0.5,
+    phase: float = 0.0,
+    interval_s: float = INTERVAL_S,
+    num_schedulers: int = 1,
+    within_interval: str = "uniform",
+    catalog: str = "marl",
+    workers: Sequence[int] = (1, 4),
+    parameter_servers: Sequence[int] | None = None,
+) -> Workload:
+    """As :func:`uniform_workload`, with arrivals that follow a day: 001's default workload.
+
+    001 §VI-A replays "the job arrival pattern (i.e., the number of arrived jobs per
+    scheduling interval) extracted from Google cluster traces, with down-scaled arrival
+    rates". That trace is not shipped here; what this generator keeps of it is its shape, a
+    daily cycle of the submission rate: Poisson counts per interval and scheduler with mean
+    ``rate (1 + amplitude sin(2 pi (i / period + phase)))`` (``period`` = 48 half-hour
+    intervals, a day; the default ``amplitude`` 0.5, a peak three times the trough, is
+    chosen). See :func:`envs.workload.arrivals.diurnal_counts`.
+    """
+    jobs = _check_jobs(num_jobs)
+    check_rng(rng)
+    counts = diurnal_counts(
+        jobs, rate, num_schedulers, rng, period=period, amplitude=amplitude, phase=phase
+    )
     return _interval_workload(
         jobs,
         rng,
@@ -641,6 +686,7 @@ _REGISTRY: dict[str, tuple[WorkloadGenerator, dict[str, Any]]] = {
     "uniform": (uniform_workload, {}),
     "poisson": (poisson_workload, {}),
     "bursty": (bursty_workload, {}),
+    "diurnal": (diurnal_workload, {}),
     "deeprm": (deeprm_workload, {}),
     "cush": (cush_workload, {}),
     "sced2": (sced2_workload, {}),

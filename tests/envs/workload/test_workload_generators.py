@@ -11,6 +11,8 @@ from envs.workload import get_catalog, make_workload, workload_kinds, workload_o
 from envs.workload.arrivals import (
     bernoulli_arrivals,
     bursty_counts,
+    diurnal_counts,
+    diurnal_rates,
     fixed_counts,
     interval_arrivals,
     poisson_counts,
@@ -98,6 +100,37 @@ def test_bursty_counts_are_overdispersed(law: str) -> None:
         bursty_counts(10, 15.0, 1, rng(), shape=1.0)
     with pytest.raises(ValueError, match="allowed: pareto, lognormal"):
         bursty_counts(10, 15.0, 1, rng(), law="cauchy")
+
+
+def test_diurnal_rates_by_hand() -> None:
+    # A 4-interval cycle at amplitude 0.5: sin at 0, 1/4, 1/2, 3/4 of a cycle is 0, 1, 0, -1.
+    rates = diurnal_rates(8, 10.0, period=4, amplitude=0.5)
+    assert rates == pytest.approx([10.0, 15.0, 10.0, 5.0] * 2)
+    # A quarter-cycle phase starts the episode at the peak; amplitude 0 is Poisson's constant.
+    assert diurnal_rates(2, 10.0, period=4, amplitude=0.5, phase=0.25) == pytest.approx([15, 10])
+    assert diurnal_rates(3, 7.0, amplitude=0.0) == pytest.approx([7.0, 7.0, 7.0])
+    with pytest.raises(ValueError, match=r"amplitude must lie in \[0, 1\)"):
+        diurnal_rates(4, 10.0, amplitude=1.0)
+    with pytest.raises(ValueError, match="period must be an integer >= 1"):
+        diurnal_rates(4, 10.0, period=0)
+
+
+def test_diurnal_counts_follow_the_day() -> None:
+    # 400 days of half-hour intervals at 2 schedulers: per phase of the day, the mean count
+    # is the cycle's rate and the variance its mean (Poisson around the cycle).
+    counts = diurnal_counts(400 * 48 * 2 * 15, 15.0, 2, rng(6))
+    days = counts[: 400 * 48].reshape(400, 48, 2)
+    expected = diurnal_rates(48, 15.0)
+    by_phase = days.mean(axis=(0, 2))
+    assert by_phase == pytest.approx(expected, rel=0.05)
+    assert by_phase.max() / by_phase.min() == pytest.approx(3.0, rel=0.1)
+    assert days.var(axis=(0, 2)) / by_phase == pytest.approx(np.ones(48), abs=0.2)
+    # The workload kind: 001's models at every scheduler, its peak hours the busiest.
+    jobs = make_workload("diurnal", num_jobs=3000, rng=rng(6), rate=10.0, num_schedulers=4)
+    assert set(jobs.partition.tolist()) == {0, 1, 2, 3}
+    hour_of_day = (jobs.arrival_time // 1800).astype(np.int64) % 48
+    peak, trough = np.sum(hour_of_day == 12), np.sum(hour_of_day == 36)
+    assert peak > 2 * trough
 
 
 def test_deeprm_bimodal_statistics_over_10k_jobs() -> None:
