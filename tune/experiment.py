@@ -217,14 +217,18 @@ class StopSection:
 
 @dataclass(frozen=True)
 class CheckpointSection:
-    """Checkpoint every ``frequency`` iterations (and at the end); keep the last ``keep``."""
+    """Checkpoint every ``frequency`` iterations (and at the end); keep the last ``keep``;
+    retry a failed trial (lost node, crashed process) from its last checkpoint up to
+    ``max_failures`` times (Tune's FailureConfig; 0: a failure ends the trial)."""
 
     frequency: int = 1
     keep: int = 3
+    max_failures: int = 0
 
     def __post_init__(self) -> None:
         _positive_int("checkpoint.frequency", self.frequency)
         _positive_int("checkpoint.keep", self.keep)
+        _positive_int("checkpoint.max_failures", self.max_failures, 0)
 
 
 @dataclass(frozen=True)

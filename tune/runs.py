@@ -69,7 +69,9 @@ def make_tuner(
 ) -> Any:
     """A Tune run of ``experiment.algorithm`` over ``param_space``, named ``name`` (default
     the experiment's) under ``storage``: the config's stop criteria and checkpoints (and one
-    at the end), each trial an MLflow run (a child of ``parent_run_id`` when given)."""
+    at the end), each trial an MLflow run (a child of ``parent_run_id`` when given); a trial
+    that fails (a lost node, a crashed process) is retried from its last checkpoint up to
+    ``checkpoint.max_failures`` times."""
     from ray import tune as ray_tune
 
     from tune.mlflow_tracking import MLflowTrialCallback
@@ -88,6 +90,7 @@ def make_tuner(
                 num_to_keep=experiment.checkpoint.keep,
                 checkpoint_at_end=True,
             ),
+            failure_config=ray_tune.FailureConfig(max_failures=experiment.checkpoint.max_failures),
             callbacks=[MLflowTrialCallback(tracking_uri, experiment, parent_run_id=parent_run_id)],
             verbose=verbose,
         ),
