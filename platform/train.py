@@ -12,7 +12,9 @@ What you get
 ------------
 Connects to the Ray cluster in ``RAY_ADDRESS`` (or the one ``ray job submit`` runs it on),
 else starts a local Ray. One Tune trial per training seed of the config, with Tune's
-progress table, checkpoints under ``ray_results/<name>`` and every trial logged to MLflow
+progress table, checkpoints under ``--storage`` (default
+``$PODSCHED_RESULTS/ray_results/<name>``, else ``~/podsched-results/...``: :mod:`tune.paths`)
+and every trial logged to MLflow
 (flattened config as params, curated metrics per iteration, tags). At the end the trained
 policy -- the last checkpoint, or with ``evaluation.validation_seeds`` the kept checkpoint
 or warm-start module with the lowest avg JCT on those seeds (:mod:`tune.selection`) --
@@ -52,10 +54,8 @@ import yaml
 
 from envs.sim.report import json_safe
 from tune.experiment import ConfigError, ExperimentConfig, load_config
-from tune.runs import BEST_METRIC
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_STORAGE = PROJECT_ROOT / "ray_results"
+from tune.paths import default_storage, local_folder, resolve_storage
+from tune.runs import BEST_METRIC, checkpoint_folder
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,9 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stop-iters", type=int, help="override stop.training_iteration")
     parser.add_argument(
         "--storage",
-        type=Path,
-        default=DEFAULT_STORAGE,
-        help=f"Tune results folder (default {DEFAULT_STORAGE})",
+        help="Tune results: a folder, or a URI Tune accepts (s3://bucket/path, gs://..., "
+        "file://...), passed through untouched (default $PODSCHED_RESULTS/ray_results, "
+        "else ~/podsched-results/ray_results)",
     )
     parser.add_argument(
         "--skip-evaluation", action="store_true", help="train only; no held-out comparison"
@@ -128,7 +128,7 @@ def start_from_clone(
 
 
 def run_tune(
-    experiment: ExperimentConfig, storage: Path, tracking_uri: str, resume: bool
+    experiment: ExperimentConfig, storage: str, tracking_uri: str, resume: bool
 ) -> tuple[Any, str | None, dict[str, float]]:
     """Fit (or resume) the Tune experiment; returns its ResultGrid, the warm-start
     module's folder (None without a ``warm_start`` section) and the clones' validation
@@ -142,7 +142,7 @@ def run_tune(
     if experiment.warm_start is not None:
         # Once, before Tune: every trial starts from the same imitation-trained module.
         # On --resume the checkpoints supersede it; reuse it for trials that never saved one.
-        folder = storage / "warm_start" / experiment.name
+        folder = local_folder(storage, "warm_start", experiment.name)
         if resume and folder.is_dir():
             warm_start_path = str(folder)
         else:
@@ -174,12 +174,15 @@ def choose_policy(
 
     ids = module_ids(experiment)
     if not experiment.evaluation.validation_seeds:
-        checkpoint = results.get_best_result(metric=BEST_METRIC, mode="max").checkpoint.path
+        best = results.get_best_result(metric=BEST_METRIC, mode="max")
+        checkpoint = checkpoint_folder(best.checkpoint)
         return checkpoint, module_paths(checkpoint, ids), {}
     from tune.selection import checkpoint_candidates, select
 
     kept = [
-        checkpoint.path for result in results for checkpoint, _ in (result.best_checkpoints or [])
+        checkpoint_folder(checkpoint)
+        for result in results
+        for checkpoint, _ in (result.best_checkpoints or [])
     ]
     chosen, scores = select(experiment, checkpoint_candidates(kept, ids, warm_start_path))
     return chosen.path, chosen.modules, scores
@@ -277,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         experiment = load(args)
-        storage = args.storage.resolve()
+        storage = resolve_storage(args.storage or default_storage())
         from tune.preflight import check_experiment
         from tune.runs import start_ray_for
 
@@ -299,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def train_and_evaluate(
-    args: argparse.Namespace, experiment: ExperimentConfig, storage: Path, tracking_uri: str
+    args: argparse.Namespace, experiment: ExperimentConfig, storage: str, tracking_uri: str
 ) -> tuple[int, dict[str, Any] | None]:
     """Train, then evaluate unless ``--skip-evaluation``; prints the report (not with
     ``--json``). Returns the exit status and the ``--json`` object (None on an error)."""
@@ -319,7 +322,7 @@ def train_and_evaluate(
         return 1, None
     training_s = time.monotonic() - started
     best = results.get_best_result(metric=BEST_METRIC, mode="max")
-    checkpoint = best.checkpoint.path
+    checkpoint = checkpoint_folder(best.checkpoint)
     table: dict[str, dict[str, Any]] = {}
     info: dict[str, Any] = {}
     validation: dict[str, float] = {}

@@ -1,4 +1,6 @@
-"""Shared fixtures: one real local Ray per test session, started only when a test asks."""
+"""Shared fixtures: one real local Ray per test session, started only when a test asks;
+every default result folder (tune.paths) moved into a temporary folder, so no test writes
+into the repository or the user's home."""
 
 from __future__ import annotations
 
@@ -21,3 +23,11 @@ def ray_local():
     yield ray
     ray.shutdown()
     shutil.rmtree(session, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def results_in_a_temporary_folder(tmp_path_factory):
+    """PODSCHED_RESULTS (the root of Tune's, MLflow's and the warm start's default folders)
+    points into the session's temporary folder, for this process and the programs it runs."""
+    os.environ["PODSCHED_RESULTS"] = str(tmp_path_factory.mktemp("podsched-results"))
+    yield

@@ -1,12 +1,12 @@
 """MLflow tracking of experiments: one run per trial, batched metrics, evaluation runs.
 
-The tracking URI defaults to a sqlite store in the project folder (MLflow 3 refuses the
-old file store); an ``mlflow server`` works through ``tracking.tracking_uri`` or
-``MLFLOW_TRACKING_URI``. Metrics go in one ``log_batch`` per result (the stock Tune
-callback sends one request per metric: ~1.8 s per result on sqlite, see shared/notes).
-Evaluation runs of the learned policy and of every heuristic carry the SAME metric names
-(those of ``simulate.py run``), and a ``policy`` tag, so the MLflow UI compares them
-side by side.
+The tracking URI defaults to a sqlite store in the results root (:mod:`tune.paths`; MLflow 3
+refuses the old file store), and experiments keep their artifacts in an explicit location;
+an ``mlflow server`` works through ``tracking.tracking_uri`` or ``MLFLOW_TRACKING_URI``.
+Metrics go in one ``log_batch`` per result (the stock Tune callback sends one request per
+metric: ~1.8 s per result on sqlite, see shared/notes). Evaluation runs of the learned
+policy and of every heuristic carry the SAME metric names (those of ``simulate.py run``),
+and a ``policy`` tag, so the MLflow UI compares them side by side.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from typing import Any
 from ray import tune as ray_tune
 
 from tune.experiment import ExperimentConfig, flatten
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+from tune.paths import artifact_location, default_tracking_uri, results_root
 
 # Result keys worth a curve, under short MLflow names.
 TRAINING_METRICS = {
@@ -48,12 +47,14 @@ LEARNER_METRICS = (
 
 
 def resolve_tracking_uri(experiment: ExperimentConfig) -> str:
-    """Config, else ``MLFLOW_TRACKING_URI``, else ``sqlite:///<project>/mlflow.db``."""
+    """Config, else ``MLFLOW_TRACKING_URI``, else ``sqlite:///<results root>/mlflow.db``
+    (:mod:`tune.paths`; the folder is created)."""
     if experiment.tracking.tracking_uri:
         return experiment.tracking.tracking_uri
     if os.environ.get("MLFLOW_TRACKING_URI"):
         return os.environ["MLFLOW_TRACKING_URI"]
-    return f"sqlite:///{PROJECT_ROOT / 'mlflow.db'}"
+    results_root().mkdir(parents=True, exist_ok=True)
+    return default_tracking_uri()
 
 
 def ui_command(tracking_uri: str) -> str:
@@ -70,10 +71,14 @@ def _client(tracking_uri: str) -> Any:
 
 
 def experiment_id(tracking_uri: str, name: str) -> str:
-    """The id of MLflow experiment ``name``, created if missing."""
+    """The id of MLflow experiment ``name``, created if missing -- with an explicit
+    artifact location (:func:`tune.paths.artifact_location`), never ``./mlruns`` of
+    whatever folder the program runs in."""
     client = _client(tracking_uri)
     existing = client.get_experiment_by_name(name)
-    return existing.experiment_id if existing else client.create_experiment(name)
+    if existing:
+        return existing.experiment_id
+    return client.create_experiment(name, artifact_location=artifact_location(tracking_uri, name))
 
 
 def experiment_tags(experiment: ExperimentConfig) -> dict[str, str]:

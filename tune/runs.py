@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tune.experiment import ConfigError, ExperimentConfig
+from tune.paths import results_root, storage_join
 
 #: The training result Tune ranks trials by.
 BEST_METRIC = "env_runners/episode_return_mean"
@@ -59,7 +60,7 @@ def start_ray_for(experiment: ExperimentConfig, tracking_uri: str | None = None)
 def make_tuner(
     experiment: ExperimentConfig,
     param_space: Any,
-    storage: Path,
+    storage: str,
     tracking_uri: str,
     *,
     name: str | None = None,
@@ -97,16 +98,16 @@ def make_tuner(
     )
 
 
-def restore_tuner(experiment: ExperimentConfig, param_space: Any, storage: Path) -> Any:
+def restore_tuner(experiment: ExperimentConfig, param_space: Any, storage: str) -> Any:
     """The interrupted Tune run of ``experiment`` under ``storage``, to finish its unfinished
     and errored trials; :class:`ConfigError` when there is none."""
     from ray import tune as ray_tune
 
-    experiment_dir = storage / experiment.name
-    if not ray_tune.Tuner.can_restore(str(experiment_dir)):
+    experiment_dir = storage_join(storage, experiment.name)
+    if not ray_tune.Tuner.can_restore(experiment_dir):
         raise ConfigError(f"--resume: no interrupted experiment at {experiment_dir}")
     return ray_tune.Tuner.restore(
-        str(experiment_dir),
+        experiment_dir,
         trainable=experiment.algorithm.name,
         param_space=param_space,
         resume_unfinished=True,
@@ -147,3 +148,15 @@ def log_evaluation_runs(
             },
             artifacts=artifacts if policy == info["learned"] else None,
         )
+
+
+def checkpoint_folder(checkpoint: Any) -> str:
+    """A local folder holding Tune ``checkpoint``: its own path on a local filesystem, else
+    a copy under ``<results root>/checkpoints/`` (storage on s3://, gs://, ...)."""
+    if checkpoint.filesystem.type_name == "local":
+        return str(checkpoint.path)
+    parts = Path(checkpoint.path).parts[-3:]  # experiment / trial / checkpoint_NNNNNN
+    target = results_root().joinpath("checkpoints", *parts)
+    if not target.is_dir():
+        checkpoint.to_directory(str(target))
+    return str(target)

@@ -12,7 +12,6 @@ line.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from tune.experiment import ExperimentConfig, flatten
@@ -69,7 +68,7 @@ def swept_params(config: dict[str, Any], space: dict[str, dict[str, Any]]) -> di
 def run_sweep(
     experiment: ExperimentConfig,
     num_samples: int,
-    storage: Path,
+    storage: str,
     tracking_uri: str,
     verbose: int = 1,
 ) -> dict[str, Any]:

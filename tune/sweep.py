@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tune.experiment import ConfigError, load_config
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+from tune.paths import default_storage, resolve_storage
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,9 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--storage",
-        type=Path,
-        default=PROJECT_ROOT / "ray_results",
-        help="Tune results folder (default ray_results/ in the project)",
+        help="Tune results: a folder, or a URI Tune accepts (s3://..., file://...), passed "
+        "through untouched (default $PODSCHED_RESULTS/ray_results, else "
+        "~/podsched-results/ray_results)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     return parser
@@ -82,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
     # With --json stdout carries only the final object; Tune's progress goes to stderr.
     with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
-        payload = run_sweep(experiment, args.num_samples, args.storage.resolve(), tracking_uri)
+        storage = resolve_storage(args.storage or default_storage())
+        payload = run_sweep(experiment, args.num_samples, storage, tracking_uri)
     rows = payload["trials"]
     finished = [row for row in rows if row["episode_return_mean"] is not None]
     if args.json:

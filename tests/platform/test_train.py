@@ -110,9 +110,11 @@ def test_nested_config_mistakes_fail_before_ray_starts(
 @pytest.mark.integration
 def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    # Storage as a URI Tune accepts: passed through untouched.
+    storage = f"file://{tmp_path / 'results'}"
     result = run_program(
         "platform/train.py",
-        *("--config", str(TINY), "--storage", str(tmp_path / "results"), "--json"),
+        *("--config", str(TINY), "--storage", storage, "--json"),
         *("--set", f"tracking.tracking_uri={uri}"),
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -121,6 +123,7 @@ def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path) -> None
     assert "Trial status:" in result.stderr
     payload = last_json(result.stdout)
     assert Path(payload["checkpoint"]).is_dir()
+    assert Path(payload["checkpoint"]).is_relative_to(tmp_path / "results" / "tiny")
     assert payload["tracking_uri"] == uri and payload["experiment"] == "tiny"
     # The learned policy plays greedily and sampled: two rows.
     assert set(payload["policies"]) == {"learned-greedy", "learned-sampled", "fifo+packing"}
@@ -146,6 +149,8 @@ def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path) -> None
     assert set(learned.data.metrics) == set(evaluation["fifo+packing"].data.metrics)
     assert {"avg_jct", "avg_jct_ci95"} <= set(evaluation["fifo+packing"].data.metrics)
     assert evaluation["fifo+packing"].data.tags["best_heuristic"] == "true"
+    # Artifacts next to the MLflow store, not in ./mlruns of the program's folder.
+    assert learned.info.artifact_uri.startswith((tmp_path / "mlartifacts" / "tiny").as_uri())
     artifacts = {a.path for a in client(uri).list_artifacts(learned.info.run_id)}
     assert artifacts == {
         "config.yaml",
