@@ -275,6 +275,7 @@ def test_train_rayjob_entrypoint_parses_and_its_config_loads() -> None:
     experiment = train.load(args)
     assert experiment.name == "demo"
     assert experiment.resources.num_env_runners == 4
+    assert experiment.checkpoint.max_failures == 3  # a lost pod costs a retry, not the run
     assert args.json is True and args.resume is False
     # What train.py checks before Ray: the environment and model build and act, and one
     # trial (2 learner CPUs + 4 env runners) fits a CPU worker pod of raycluster.yaml.
@@ -293,6 +294,7 @@ def test_sweep_rayjob_entrypoint_parses_and_its_config_loads() -> None:
     # sweep.py refuses a warm start before Ray starts: the job's overrides remove it.
     assert experiment.warm_start is None
     assert experiment.stop.training_iteration == 10
+    assert experiment.checkpoint.max_failures == 3
     check_experiment(experiment)
     check_resources(experiment, cpu_worker_pod(), "a CPU worker pod")
 
