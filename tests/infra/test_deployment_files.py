@@ -130,6 +130,7 @@ def test_cluster_launcher_nodes_run_the_project_image_with_token_auth() -> None:
     assert "--env RAY_AUTH_MODE=token" in run_options
     assert "MLFLOW_TRACKING_URI=" in run_options
     assert f"--volume {RESULTS_MOUNT}:{RESULTS_MOUNT}" in run_options
+    assert f"--env PODSCHED_RESULTS={RESULTS_MOUNT}" in run_options
     # Every node gets the launching machine's token.
     assert config["file_mounts"] == {"~/.ray/auth_token": "~/.ray/auth_token"}
     head = " ".join(config["head_start_ray_commands"])
@@ -227,6 +228,7 @@ def test_raycluster_autoscales_cpu_workers_with_an_optional_gpu_group() -> None:
         # Ray sizes itself from the limits; requests equal them (guaranteed QoS).
         assert container["resources"]["requests"] == container["resources"]["limits"]
         assert {"name": "results", "mountPath": RESULTS_MOUNT} in container["volumeMounts"]
+        assert {"name": "PODSCHED_RESULTS", "value": RESULTS_MOUNT} in container["env"]
         [tracking] = [env for env in container["env"] if env["name"] == "MLFLOW_TRACKING_URI"]
         assert tracking["valueFrom"]["secretKeyRef"] == {
             "name": "podsched-mlflow",
