@@ -57,6 +57,9 @@ from tune.experiment import ConfigError, ExperimentConfig, load_config
 from tune.paths import default_storage, local_folder, resolve_storage
 from tune.runs import BEST_METRIC, checkpoint_folder
 
+#: The exit status of an interrupted run (128 + SIGINT, as shells report Ctrl-C).
+INTERRUPTED = 130
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
@@ -290,13 +293,17 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ValueError) as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
-    if not args.json:
-        return train_and_evaluate(args, experiment, storage, tracking_uri)[0]
-    # stdout carries only the final object; Tune's progress and every other line go to
-    # stderr, where a terminal or `ray job logs` shows them while the run goes on.
-    with contextlib.redirect_stdout(sys.stderr):
-        status, payload = train_and_evaluate(args, experiment, storage, tracking_uri)
-    if payload is not None:
+    # With --json stdout carries only the final object; Tune's progress and every other
+    # line go to stderr, where a terminal or `ray job logs` shows them as the run goes on.
+    quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+    try:
+        with quiet:
+            status, payload = train_and_evaluate(args, experiment, storage, tracking_uri)
+    except KeyboardInterrupt:
+        # Outside Tune's own handling (warm start, evaluation): nothing half-done is logged.
+        print("train.py: interrupted; nothing was evaluated or logged as finished", file=sys.stderr)
+        return INTERRUPTED
+    if args.json and payload is not None:
         print(json.dumps(json_safe(payload)), flush=True)
     return status
 
@@ -320,6 +327,18 @@ def train_and_evaluate(
     if errors:
         print(f"train.py: error: a trial failed: {errors[0]}", file=sys.stderr)
         return 1, None
+    unfinished = [result for result in results if not (result.metrics or {}).get("done")]
+    if unfinished:
+        # Stopped before its stop criterion (Ctrl-C, SIGUSR1): a partial policy is not
+        # evaluated as if it were the trained one.
+        reached = min(int((r.metrics or {}).get("training_iteration", 0)) for r in unfinished)
+        print(
+            f"train.py: training interrupted ({len(unfinished)} trial(s) unfinished, the "
+            f"earliest at iteration {reached}); their MLflow runs are KILLED and nothing was "
+            "evaluated; continue with --resume",
+            file=sys.stderr,
+        )
+        return INTERRUPTED, None
     training_s = time.monotonic() - started
     best = results.get_best_result(metric=BEST_METRIC, mode="max")
     checkpoint = checkpoint_folder(best.checkpoint)

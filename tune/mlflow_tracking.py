@@ -11,9 +11,12 @@ and a ``policy`` tag, so the MLflow UI compares them side by side.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -152,12 +155,45 @@ def _param_value(value: Any) -> str:
     return text if len(text) <= 6000 else text[:5997] + "..."
 
 
-class MLflowTrialCallback(ray_tune.Callback):
-    """One MLflow run per Tune trial: flattened config as params, batched metrics.
+#: MLflow's HTTP retries while the callback sends (its default, 7 retries with backoff,
+#: would hold Tune's driver loop -- and so training -- for minutes during an outage).
+QUICK_HTTP = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
+#: The metric every training result has: its last step tells where a run's curve ends.
+STEP_METRIC = "time_this_iter_s"
 
-    Trial -> run ids are kept in the callback's state, which Tune checkpoints, and are
-    looked up by the run's ``trial_id`` tag when that state was not saved yet, so a
-    resumed experiment keeps logging into the same runs.
+
+@contextlib.contextmanager
+def _quick_http() -> Iterator[None]:
+    """MLflow's HTTP client with few retries and a short timeout, for this block only."""
+    saved = {key: os.environ.get(key) for key in QUICK_HTTP}
+    os.environ.update(QUICK_HTTP)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+class MLflowTrialCallback(ray_tune.Callback):
+    """One MLflow run per Tune trial: flattened config as params, batched metrics, and a
+    status that says how the trial ended.
+
+    - A run ends FINISHED when its trial completes, FAILED when it errors, and KILLED
+      when the experiment ends with the trial neither (Ctrl-C, a stop signal); a resumed
+      trial's run is set RUNNING again.
+    - Trial -> run ids are kept in the callback's state, which Tune checkpoints, and are
+      looked up by the run's ``trial_id`` tag when that state was not saved yet, so a
+      resumed experiment keeps logging into the same runs. A trial resumed from an older
+      checkpoint than its last logged result repeats some iterations: their steps are not
+      logged twice (the run keeps the values first logged; the tag
+      ``repeated_iterations`` counts the skipped ones).
+    - When MLflow cannot be reached, what was to be sent (metrics, statuses) is kept in
+      order and sent with the next result that gets through; at the experiment's end the
+      callback retries for up to ``retry_for_s`` seconds. Training never waits on MLflow
+      for more than one short request.
     """
 
     def __init__(
@@ -165,23 +201,88 @@ class MLflowTrialCallback(ray_tune.Callback):
         tracking_uri: str,
         experiment: ExperimentConfig,
         parent_run_id: str | None = None,
+        retry_for_s: float = 300.0,
     ) -> None:
         self.tracking_uri = tracking_uri
         self.experiment = experiment
         self.parent_run_id = parent_run_id
+        self.retry_for_s = retry_for_s
         self.run_ids: dict[str, str] = {}
+        self.last_steps: dict[str, int] = {}
+        self.repeated: dict[str, int] = {}
+        self.ended: set[str] = set()
+        self.pending: list[tuple[str, str, Any]] = []
+        self._outage_since: float | None = None
 
+    # ---------------------------------------------------------------- trial events
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        """Open (or reopen after a resume) the trial's run."""
+        """Open the trial's run, or reopen it (RUNNING again) after a resume."""
+        try:
+            with _quick_http():
+                self._open(trial)
+        except Exception as error:  # MLflow down: opened with the next result
+            self._note_outage(error)
+
+    def on_trial_result(
+        self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
+    ) -> None:
+        """Log the curated metrics of one training iteration in one request (buffered
+        while MLflow is unreachable)."""
+        from mlflow.entities import Metric
+
+        if trial.trial_id not in self.run_ids:
+            self.on_trial_start(iteration, trials, trial)
+            if trial.trial_id not in self.run_ids:
+                return
+        step = int(result.get("training_iteration", 0))
+        if step <= self.last_steps.get(trial.trial_id, 0):
+            self.repeated[trial.trial_id] = self.repeated.get(trial.trial_id, 0) + 1
+            return
+        self.last_steps[trial.trial_id] = step
+        now = int(time.time() * 1000)
+        metrics = [Metric(k, v, now, step) for k, v in curated_metrics(result).items()]
+        self._send("metrics", self.run_ids[trial.trial_id], metrics)
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        """Mark the trial's run finished."""
+        self._end(trial.trial_id, "FINISHED")
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        """Mark the trial's run failed."""
+        self._end(trial.trial_id, "FAILED")
+
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        """Runs of trials that neither completed nor failed end KILLED (an interrupted
+        experiment); then everything still buffered is sent, retrying for a while."""
+        for trial in trials:
+            if trial.trial_id in self.run_ids and trial.trial_id not in self.ended:
+                self._end(trial.trial_id, "FAILED" if trial.status == "ERROR" else "KILLED")
+        deadline = time.monotonic() + self.retry_for_s
+        while self.pending and time.monotonic() < deadline:
+            time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
+            self._flush()
+        if self.pending:
+            print(
+                f"MLflow: {len(self.pending)} update(s) could not be sent to "
+                f"{self.tracking_uri} within {self.retry_for_s:g} s; they are lost",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    # ---------------------------------------------------------------- helpers
+    def _open(self, trial: Any) -> None:
         from mlflow.entities import Param, RunTag
 
         client = _client(self.tracking_uri)
-        if trial.trial_id in self.run_ids:
-            return
-        known = self._existing_run(client, trial.trial_id)
-        if known is not None:
-            # Killed before Tune saved the callback state: the run exists all the same.
-            self.run_ids[trial.trial_id] = known
+        trial_id = trial.trial_id
+        run_id = self.run_ids.get(trial_id) or self._existing_run(client, trial_id)
+        if run_id is not None:
+            self.run_ids[trial_id] = run_id
+            # Resumed: running again, and its curve goes on after its last logged step.
+            client.update_run(run_id, status="RUNNING")
+            self.ended.discard(trial_id)
+            history = client.get_metric_history(run_id, STEP_METRIC)
+            self.last_steps[trial_id] = max((metric.step for metric in history), default=0)
             return
         trial_config = trial.config or {}
         seed = trial_config.get("seed")
@@ -189,16 +290,16 @@ class MLflowTrialCallback(ray_tune.Callback):
             **experiment_tags(self.experiment),
             "policy": "learned",
             "policy_kind": "learned",
-            "trial_id": trial.trial_id,
+            "trial_id": trial_id,
             "seed": str(seed),
-            "mlflow.runName": f"{self.experiment.name}-{trial.trial_id}",
+            "mlflow.runName": f"{self.experiment.name}-{trial_id}",
         }
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id
         run = client.create_run(
             experiment_id(self.tracking_uri, self.experiment.experiment_name), tags=tags
         )
-        self.run_ids[trial.trial_id] = run.info.run_id
+        self.run_ids[trial_id] = run.info.run_id
         params = self.experiment.flat()
         params.update(
             {f"trial.{key}": value for key, value in flatten(trial.evaluated_params).items()}
@@ -223,38 +324,66 @@ class MLflowTrialCallback(ray_tune.Callback):
         )
         return found[0].info.run_id if found else None
 
-    def on_trial_result(
-        self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
-    ) -> None:
-        """Log the curated metrics of one training iteration in one request."""
-        from mlflow.entities import Metric
-
-        run_id = self.run_ids.get(trial.trial_id)
+    def _end(self, trial_id: str, status: str) -> None:
+        run_id = self.run_ids.get(trial_id)
         if run_id is None:
             return
-        step = int(result.get("training_iteration", 0))
-        now = int(time.time() * 1000)
-        metrics = [Metric(k, v, now, step) for k, v in curated_metrics(result).items()]
-        _client(self.tracking_uri).log_batch(run_id, metrics=metrics)
+        self.ended.add(trial_id)
+        repeated = self.repeated.pop(trial_id, 0)
+        if repeated:
+            self._send("tag", run_id, ("repeated_iterations", str(repeated)))
+        self._send("status", run_id, status)
 
-    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        """Mark the trial's run finished."""
-        self._end(trial, "FINISHED")
+    def _send(self, kind: str, run_id: str, payload: Any) -> None:
+        """Queue one update and send everything queued, in order."""
+        self.pending.append((kind, run_id, payload))
+        self._flush()
 
-    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        """Mark the trial's run failed."""
-        self._end(trial, "FAILED")
+    def _flush(self) -> None:
+        client = _client(self.tracking_uri)
+        with _quick_http():
+            while self.pending:
+                kind, run_id, payload = self.pending[0]
+                try:
+                    if kind == "metrics":
+                        client.log_batch(run_id, metrics=payload)
+                    elif kind == "tag":
+                        client.set_tag(run_id, *payload)
+                    else:
+                        client.set_terminated(run_id, status=payload)
+                except Exception as error:
+                    self._note_outage(error)
+                    return
+                self.pending.pop(0)
+        if self._outage_since is not None:
+            print(
+                f"MLflow: {self.tracking_uri} reachable again after "
+                f"{time.monotonic() - self._outage_since:.0f} s; buffered updates sent",
+                file=sys.stderr,
+                flush=True,
+            )
+            self._outage_since = None
 
-    def _end(self, trial: Any, status: str) -> None:
-        run_id = self.run_ids.get(trial.trial_id)
-        if run_id is not None:
-            _client(self.tracking_uri).set_terminated(run_id, status=status)
+    def _note_outage(self, error: BaseException) -> None:
+        if self._outage_since is None:
+            self._outage_since = time.monotonic()
+            print(
+                f"MLflow: cannot reach {self.tracking_uri} ({type(error).__name__}); training "
+                f"goes on, updates are kept and retried",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def get_state(self) -> dict[str, Any] | None:
-        """Tune checkpoints this with the experiment."""
-        return {"run_ids": dict(self.run_ids), "parent_run_id": self.parent_run_id}
+        """Tune checkpoints this with the experiment (updates not sent yet included)."""
+        return {
+            "run_ids": dict(self.run_ids),
+            "parent_run_id": self.parent_run_id,
+            "pending": list(self.pending),
+        }
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Restore the trial -> run mapping when an experiment resumes."""
+        """Restore the trial -> run mapping (and unsent updates) when an experiment resumes."""
         self.run_ids = dict(state.get("run_ids", {}))
         self.parent_run_id = state.get("parent_run_id", self.parent_run_id)
+        self.pending = list(state.get("pending", [])) + self.pending

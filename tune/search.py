@@ -90,18 +90,24 @@ def run_sweep(
     )
     client = MlflowClient(tracking_uri=tracking_uri)
     client.update_run(parent_id, status="RUNNING")
-    space = search_space(experiment)
-    tuner = make_tuner(
-        experiment,
-        param_space(experiment, space),
-        storage,
-        tracking_uri,
-        name=sweep_name,
-        verbose=verbose,
-        num_samples=num_samples,
-        parent_run_id=parent_id,
-    )
-    results = tuner.fit()
+    try:
+        space = search_space(experiment)
+        tuner = make_tuner(
+            experiment,
+            param_space(experiment, space),
+            storage,
+            tracking_uri,
+            name=sweep_name,
+            verbose=verbose,
+            num_samples=num_samples,
+            parent_run_id=parent_id,
+        )
+        results = tuner.fit()
+    except BaseException as error:
+        # The parent run never stays RUNNING: KILLED on Ctrl-C, FAILED on any error.
+        status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
+        client.set_terminated(parent_id, status=status)
+        raise
     rows = []
     for result in results:
         rows.append(
@@ -122,7 +128,11 @@ def run_sweep(
             "best_episode_return_mean",
             best.metrics["env_runners"]["episode_return_mean"],
         )
-    client.set_terminated(parent_id, status="FINISHED" if finished else "FAILED")
+    unfinished = [result for result in results if not (result.metrics or {}).get("done")]
+    status = "FINISHED" if finished else "FAILED"
+    if any(result.error is None for result in unfinished):
+        status = "KILLED"  # interrupted before every trial reached its stop criterion
+    client.set_terminated(parent_id, status=status)
     return {
         "trials": rows,
         "best_checkpoint": best.checkpoint.path if best and best.checkpoint else None,

@@ -284,7 +284,53 @@ def test_resume_after_killing_the_driver(tmp_path: Path) -> None:
     steps = client(f"sqlite:///{tmp_path / 'mlflow.db'}").get_metric_history(
         runs[0].info.run_id, "episode_return_mean"
     )
-    assert max(metric.step for metric in steps) == 4
+    # Iterations repeated from the last checkpoint are not logged twice.
+    assert sorted(metric.step for metric in steps) == [1, 2, 3, 4]
+    assert runs[0].info.status == "FINISHED"
+
+
+@pytest.mark.integration
+def test_ctrl_c_ends_the_run_killed_and_evaluates_nothing(tmp_path: Path) -> None:
+    storage, uri = tmp_path / "results", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = ["--config", str(TINY), "--storage", str(storage), "--stop-iters", "3"]
+    args += ["--set", f"tracking.tracking_uri={uri}"]
+    # Files, not pipes: nobody reads a pipe while the test waits, and a full one blocks.
+    out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
+    with out.open("w") as stdout_file, err.open("w") as stderr_file:
+        driver = subprocess.Popen(
+            [PYTHON, str(ROOT / "platform" / "train.py"), *args, "--json"],
+            cwd=ROOT,
+            stdout=stdout_file,
+            stderr=stderr_file,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 300
+        while not list(storage.glob("tiny/*/checkpoint_000000")):
+            assert driver.poll() is None, "training ended before it could be interrupted"
+            assert time.monotonic() < deadline, "no first checkpoint in time"
+            time.sleep(0.5)
+        driver.send_signal(signal.SIGINT)  # Ctrl-C, to the driver
+        driver.wait(timeout=300)
+        stdout, stderr = out.read_text(), err.read_text()
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+    assert driver.returncode == 130, stderr[-3000:]
+    assert stdout == ""  # no result object for an unfinished training
+    assert "train.py: training interrupted (1 trial(s) unfinished, the earliest at iteration" in (
+        stderr
+    )
+    [run] = runs_of(uri, "tiny")  # the training run only: nothing was evaluated
+    assert run.info.status == "KILLED"
+    # --resume goes on in the same run, RUNNING again, and ends it FINISHED.
+    resumed = run_program("platform/train.py", *args, "--resume", "--skip-evaluation", "--json")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    [run] = runs_of(uri, "tiny")
+    assert run.info.status == "FINISHED"
+    steps = client(uri).get_metric_history(run.info.run_id, "episode_return_mean")
+    assert sorted(metric.step for metric in steps) == [1, 2, 3]
 
 
 @pytest.mark.integration
@@ -304,6 +350,88 @@ def test_sweep_makes_child_runs_under_one_parent(tmp_path: Path) -> None:
     assert len(parents) == 1 and parents[0].info.run_id == payload["parent_run_id"]
     assert len(children) == 2
     assert {run.data.tags["mlflow.parentRunId"] for run in children} == {payload["parent_run_id"]}
+
+
+def start_mlflow_server(tmp_path: Path, port: int) -> subprocess.Popen:
+    """A real ``mlflow server`` on 127.0.0.1:``port`` over a sqlite store in ``tmp_path``,
+    once it accepts connections."""
+    server = subprocess.Popen(
+        [
+            str(BIN / "mlflow"),
+            *("server", "--host", "127.0.0.1", "--port", str(port)),
+            *("--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}"),
+            *("--artifacts-destination", str(tmp_path / "artifacts")),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return server
+        except OSError:
+            assert server.poll() is None and time.monotonic() < deadline, "mlflow server down"
+            time.sleep(0.5)
+
+
+def stop_mlflow_server(server: subprocess.Popen) -> None:
+    """Stop a server started by :func:`start_mlflow_server` (its whole process group)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(server.pid, signal.SIGTERM)
+    server.wait(timeout=30)
+
+
+@pytest.mark.integration
+def test_training_rides_out_an_mlflow_outage(tmp_path: Path) -> None:
+    port = free_port()
+    uri = f"http://127.0.0.1:{port}"
+    storage = tmp_path / "results"
+    server = start_mlflow_server(tmp_path, port)
+    args = ["--config", str(TINY), "--storage", str(storage), "--stop-iters", "3"]
+    args += ["--skip-evaluation", "--json", "--set", f"tracking.tracking_uri={uri}"]
+    # Files, not pipes: nobody reads a pipe while the test waits, and a full one blocks.
+    out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
+    with out.open("w") as stdout, err.open("w") as stderr:
+        driver = subprocess.Popen(
+            [PYTHON, str(ROOT / "platform" / "train.py"), *args],
+            cwd=ROOT,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+        )
+
+    def iterations_done() -> int:
+        lines = [line for path in storage.glob("tiny/*/result.json") for line in path.open()]
+        return max((json.loads(line)["training_iteration"] for line in lines), default=0)
+
+    try:
+        deadline = time.monotonic() + 300
+        while iterations_done() < 1:
+            assert driver.poll() is None and time.monotonic() < deadline, "no first iteration"
+            time.sleep(0.5)
+        stop_mlflow_server(server)  # the outage: iteration 2 goes on without MLflow
+        while iterations_done() < 2:
+            assert driver.poll() is None and time.monotonic() < deadline, "training stopped"
+            time.sleep(0.5)
+        server = start_mlflow_server(tmp_path, port)
+        driver.wait(timeout=600)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+    try:
+        log = err.read_text()
+        assert driver.returncode == 0, log[-3000:]
+        assert f"MLflow: cannot reach {uri}" in log and "reachable again" in log
+        assert len(out.read_text().splitlines()) == 1
+        [run] = runs_of(uri, "tiny")
+        assert run.info.status == "FINISHED"
+        steps = client(uri).get_metric_history(run.info.run_id, "episode_return_mean")
+        assert sorted(metric.step for metric in steps) == [1, 2, 3]
+    finally:
+        stop_mlflow_server(server)
 
 
 @pytest.mark.integration
