@@ -364,7 +364,11 @@ class WarmStartSection:
     ``explore`` says where that 1 - c goes: "legal" (every other legal action alike) or
     "wait" (the wait action alone, where it is legal and not the teacher's: the clone then
     asks one question at every choice -- act as advised now, or hold the task back -- and
-    PPO compares the two instead of random placements).
+    PPO compares the two instead of random placements). ``improve`` "hold" makes the
+    teacher the heuristic improved by rollouts at its hold decisions
+    (:mod:`envs.pod.rollouts`: where the plan would spread a job that fits in one server,
+    the rest of the episode is simulated as planned and with the job held back, and the
+    better is played); None (default) clones the heuristic itself.
     """
 
     heuristic: str = "fifo+packing"
@@ -379,6 +383,7 @@ class WarmStartSection:
     anchor: float = 0.0
     confidence: float = 1.0
     explore: str = "legal"
+    improve: str | None = None
     seeds_from: int = 100_000
     seed: int = 0
 
@@ -409,6 +414,13 @@ class WarmStartSection:
             raise ConfigError(
                 f"warm_start.confidence must be in (0, 1] (the teacher's target "
                 f"probability), got {self.confidence!r}"
+            )
+        from envs.pod.rollouts import IMPROVEMENTS
+
+        if self.improve is not None and self.improve not in IMPROVEMENTS:
+            raise ConfigError(
+                f"warm_start.improve={self.improve!r}; allowed: {', '.join(IMPROVEMENTS)} "
+                "or null (the heuristic itself)"
             )
         if self.explore not in EXPLORE_TARGETS:
             raise ConfigError(

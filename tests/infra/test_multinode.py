@@ -67,8 +67,9 @@ def cluster() -> Iterator[LocalCluster]:
         **os.environ,
         "RAY_TMPDIR": str(ray_tmp),
         "RAY_ADDRESS": "",
-        # Loopback only: the nodes, and drivers resolving 127.0.0.1, stay on 127.0.0.1
-        # (no token needed there; the deployed clusters use token auth).
+        # The nodes and the drivers address each other on 127.0.0.1 (Ray otherwise swaps
+        # 127.0.0.1 for the machine's address); no token on this single-machine test
+        # cluster, the deployed ones use token auth.
         "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
         "RAY_AUTH_MODE": "disabled",
         "RAY_DEDUP_LOGS": "0",
