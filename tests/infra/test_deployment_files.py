@@ -265,6 +265,18 @@ def test_rayjobs_run_on_the_raycluster_from_the_image_project() -> None:
         assert argv[0] == "python" and (ROOT / argv[1]).is_file()
         storage = argv[argv.index("--storage") + 1]
         assert storage.startswith(f"{RESULTS_MOUNT}/")
+        # The submitter pod packs the working_dir from the same image and holds the
+        # cluster's token (the Secret of the RayCluster's authOptions).
+        [submitter] = job["spec"]["submitterPodTemplate"]["spec"]["containers"]
+        assert "command" not in submitter  # KubeRay supplies `ray job submit ... entrypoint`
+        head = ray_containers(resources["raycluster.yaml"])["head"]
+        assert submitter["image"] == head["image"]
+        env = {item["name"]: item for item in submitter["env"]}
+        assert env["RAY_AUTH_MODE"]["value"] == "token"
+        assert env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"] == {
+            "name": resources["raycluster.yaml"]["spec"]["authOptions"]["secretName"],
+            "key": "auth_token",
+        }
 
 
 def test_train_rayjob_entrypoint_parses_and_its_config_loads() -> None:
