@@ -217,8 +217,15 @@ def test_training_logs_everything_to_the_postgres_backed_server(data_root: Path)
     finally:
         if server.poll() is None:
             os.kill(server.pid, signal.SIGTERM)  # the program, by its own id
-        status = server.wait(timeout=120)
+        try:
+            status = server.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.kill(server.pid, signal.SIGKILL)
+            status = server.wait()
         log.close()
+        if postmaster is not None and alive(postmaster):
+            # Only if the program failed to: PostgreSQL's fast shutdown, by its own id.
+            os.kill(postmaster, signal.SIGINT)
     assert status == 0, (data_root / "server.log").read_text()[-3000:]
     # It stopped PostgreSQL (by the postmaster's id) and the MLflow server before exiting.
     assert postmaster is not None and not alive(postmaster)
