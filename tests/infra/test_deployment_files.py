@@ -327,7 +327,16 @@ def test_kubernetes_mlflow_is_postgres_backed_and_cluster_internal() -> None:
         ("PersistentVolumeClaim", "podsched-mlflow-artifacts"),
         ("Deployment", "podsched-mlflow"),
         ("Service", "podsched-mlflow"),
+        ("NetworkPolicy", "podsched-postgres"),
     }
+    # PostgreSQL takes connections from the MLflow server's pods only.
+    policy = docs["NetworkPolicy", "podsched-postgres"]["spec"]
+    assert policy["podSelector"] == docs["StatefulSet", "podsched-postgres"]["spec"]["selector"]
+    [rule] = policy["ingress"]
+    assert rule["from"] == [
+        {"podSelector": docs["Deployment", "podsched-mlflow"]["spec"]["selector"]}
+    ]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 5432}]
     for kind, name in docs:
         if kind == "Service":
             assert docs[kind, name]["spec"]["type"] == "ClusterIP", name
@@ -426,3 +435,25 @@ def test_dockerfile_installs_the_project_as_the_makefile_does() -> None:
     assert args["RAY_VERSION"].startswith(pin("ray").removeprefix("==").rstrip("*"))
     assert args["PYTHON_TAG"] == "py311"
     assert ("WORKDIR", IMAGE_PROJECT) in instructions
+
+
+# --- the team MLflow as a host service ----------------------------------------------------
+
+
+def test_systemd_unit_runs_the_team_mlflow_on_loopback() -> None:
+    import configparser
+
+    unit = configparser.ConfigParser(interpolation=None, strict=False)
+    unit.optionxform = str  # systemd's keys are case-sensitive
+    unit.read_string((INFRA / "podsched-mlflow.service").read_text())
+    service = unit["Service"]
+    command = shlex.split(service["ExecStart"])
+    checkout = Path(service["WorkingDirectory"])
+    assert command[0] == str(checkout / ".venv" / "bin" / "python")  # `make install`'s venv
+    script = command[1]
+    assert (ROOT / script).is_file() and script == "infra/team_mlflow.py"
+    program = load_script(script, "podsched_team_mlflow_unit")
+    args = program.build_parser().parse_args(command[2:])
+    program.check_arguments(args)
+    assert args.command == "serve" and args.host == "127.0.0.1"
+    assert service["User"] != "root" and service["KillSignal"] == "SIGTERM"
