@@ -434,7 +434,11 @@ def test_dockerfile_installs_the_project_as_the_makefile_does() -> None:
     assert base == "rayproject/ray:${RAY_VERSION}-${PYTHON_TAG}-${RAY_VARIANT}"
     assert args["RAY_VERSION"].startswith(pin("ray").removeprefix("==").rstrip("*"))
     assert args["PYTHON_TAG"] == "py311"
-    assert ("WORKDIR", IMAGE_PROJECT) in instructions
+    # The project folder is made by Ray's user before WORKDIR (which would make it root's):
+    # `pip install -e` writes into it.
+    workdir = instructions.index(("WORKDIR", IMAGE_PROJECT))
+    assert instructions[workdir - 1] == ("RUN", f"mkdir -p {IMAGE_PROJECT}")
+    assert not any(instruction == "USER" for instruction, _ in instructions)
 
 
 # --- the team MLflow as a host service ----------------------------------------------------
