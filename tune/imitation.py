@@ -82,6 +82,8 @@ class ImitationReport:
     train_accuracy: float
     random_accuracy: float
     return_scale: float
+    departures: int = 0
+    departure_accuracy: float | None = None  # None without departures
 
     def summary(self) -> str:
         """One line for logs."""
@@ -91,6 +93,12 @@ class ImitationReport:
             f"random legal action {self.random_accuracy:.3f}); cross-entropy "
             f"{self.heldout_actor_loss:.4f}, critic MSE {self.heldout_critic_loss:.4f} "
             f"(in units of the return std {self.return_scale:.2f})"
+            + (
+                f"; {self.departure_accuracy:.3f} on the {self.departures} held-out choices "
+                "where the teacher departs from the advice"
+                if self.departures
+                else ""
+            )
         )
 
 
@@ -114,49 +122,94 @@ def record_trajectories(
     heuristic: str,
     seeds: list[int],
     gamma: float,
+    improve: str | None = None,
 ) -> Trajectories:
     """Play ``heuristic`` on one episode per seed (as :func:`tune.evaluation.multi_agent.
-    run_episode` does) and record every live agent's observation and action per step."""
+    run_episode` does) and record every live agent's observation and action per step.
+
+    ``improve="hold"`` plays the heuristic improved by rollouts at its hold decisions
+    (:class:`envs.pod.rollouts.HoldImprovedPolicy`) instead. Episodes run as Ray tasks
+    when Ray is up (one CPU each), in this process otherwise.
+    """
+    import ray
+
+    if ray.is_initialized() and len(seeds) > 1:
+        remote = ray.remote(num_cpus=1)(record_episode)
+        episodes = ray.get(
+            [remote.remote(env_name, env_config, heuristic, seed, gamma, improve) for seed in seeds]
+        )
+    else:
+        episodes = [
+            record_episode(env_name, env_config, heuristic, seed, gamma, improve) for seed in seeds
+        ]
+    episodes = [episode for episode in episodes if len(episode.actions)]
+    if not episodes:
+        raise ValueError(f"no agent steps recorded for seeds {seeds}")
+    keys = episodes[0].observations.keys()
+    return Trajectories(
+        observations={
+            key: np.concatenate([episode.observations[key] for episode in episodes]) for key in keys
+        },
+        actions=np.concatenate([episode.actions for episode in episodes]),
+        returns=np.concatenate([episode.returns for episode in episodes]),
+        episodes=np.concatenate([episode.episodes for episode in episodes]),
+    )
+
+
+def record_episode(
+    env_name: str,
+    env_config: dict[str, Any],
+    heuristic: str,
+    seed: int,
+    gamma: float,
+    improve: str | None = None,
+) -> Trajectories:
+    """One episode of :func:`record_trajectories` (possibly empty)."""
     from envs import make_env
     from envs.pod.credit import CREDITED_REWARDS
     from envs.pod.heuristic import HeuristicPodPolicy
+    from envs.pod.rollouts import HoldImprovedPolicy
 
     env = make_env(env_name, **env_config)
-    rows: list[dict[str, np.ndarray]] = []
-    actions: list[int] = []
-    returns: list[float] = []
-    episodes: list[int] = []
-    for seed in seeds:
-        observations, _ = env.reset(seed=seed)
-        driver = HeuristicPodPolicy(env, heuristic, seed=seed)
-        # Per step: (agent, observation, action) of every agent that acted, and the rewards.
-        steps: list[list[tuple[str, dict[str, np.ndarray], int]]] = []
-        rewards: list[list[float]] = []
-        infos: dict[str, dict[str, Any]] = {}
-        while env.agents:
-            chosen = driver.actions()
-            steps.append([(agent, observations[agent], chosen[agent]) for agent in chosen])
-            observations, reward, _, _, infos = env.step(chosen)
-            rewards.append([float(reward[agent]) for agent in env.possible_agents])
-        # With per-job credit PPO learns from the re-attributed rewards; so does the critic.
-        if CREDITED_REWARDS in infos.get(env.possible_agents[0], {}):
-            rewards = np.stack([infos[agent][CREDITED_REWARDS] for agent in env.possible_agents], 1)
-        episode_returns = discounted_returns(np.asarray(rewards), gamma)
-        index = {agent: i for i, agent in enumerate(env.possible_agents)}
-        for step, acted in enumerate(steps):
-            for agent, observation, action in acted:
-                rows.append(observation)
-                actions.append(int(action))
-                returns.append(float(episode_returns[step, index[agent]]))
-                episodes.append(seed)
-    if not rows:
-        raise ValueError(f"no agent steps recorded for seeds {seeds}")
-    keys = rows[0].keys()
+    observations, _ = env.reset(seed=seed)
+    driver = (
+        HoldImprovedPolicy(env, heuristic, seed=seed)
+        if improve == "hold"
+        else HeuristicPodPolicy(env, heuristic, seed=seed)
+    )
+    # Per step: (agent, observation, action) of every agent that acted, and the rewards.
+    steps: list[list[tuple[str, dict[str, np.ndarray], int]]] = []
+    rewards: list[list[float]] = []
+    infos: dict[str, dict[str, Any]] = {}
+    while env.agents:
+        chosen = driver.actions()
+        steps.append([(agent, observations[agent], chosen[agent]) for agent in chosen])
+        observations, reward, _, _, infos = env.step(chosen)
+        rewards.append([float(reward[agent]) for agent in env.possible_agents])
+    # With per-job credit PPO learns from the re-attributed rewards; so does the critic.
+    if CREDITED_REWARDS in infos.get(env.possible_agents[0], {}):
+        rewards = np.stack([infos[agent][CREDITED_REWARDS] for agent in env.possible_agents], 1)
+    episode_returns = discounted_returns(np.asarray(rewards), gamma)
+    index = {agent: i for i, agent in enumerate(env.possible_agents)}
+    rows = [observation for acted in steps for _, observation, _ in acted]
+    space = env.observation_space(env.possible_agents[0])
     return Trajectories(
-        observations={key: np.stack([row[key] for row in rows]) for key in keys},
-        actions=np.asarray(actions, dtype=np.int64),
-        returns=np.asarray(returns, dtype=np.float64),
-        episodes=np.asarray(episodes, dtype=np.int64),
+        observations={
+            key: np.stack([row[key] for row in rows])
+            if rows
+            else np.zeros((0, *space[key].shape), space[key].dtype)
+            for key in space
+        },
+        actions=np.asarray([action for acted in steps for _, _, action in acted], np.int64),
+        returns=np.asarray(
+            [
+                episode_returns[step, index[agent]]
+                for step, acted in enumerate(steps)
+                for agent, _, _ in acted
+            ],
+            np.float64,
+        ),
+        episodes=np.full(len(rows), seed, dtype=np.int64),
     )
 
 
@@ -234,8 +287,9 @@ def _losses(
     scale: float,
     confidence: float = 1.0,
     explore: str = "legal",
-) -> tuple[Any, Any, int, int]:
-    """Actor and critic losses on ``rows``, and (correct argmax, informative) counts."""
+) -> tuple[Any, Any, np.ndarray, np.ndarray]:
+    """Actor and critic losses on ``rows``, the argmax action of each row and which rows
+    had a choice."""
     import torch
     from ray.rllib.core.columns import Columns
 
@@ -249,8 +303,17 @@ def _losses(
     values = module.compute_values({Columns.OBS: obs}, out.get(Columns.EMBEDDINGS))
     targets = torch.as_tensor(trajectories.returns[rows], dtype=values.dtype)
     critic = torch.mean(((values - targets) / scale) ** 2)
-    correct = int((logits.argmax(-1) == actions)[informative].sum())
-    return actor, critic, correct, int(informative.sum())
+    return actor, critic, logits.argmax(-1).numpy(), informative.numpy()
+
+
+def departures(trajectories: Trajectories) -> np.ndarray:
+    """Rows with a choice where the teacher did not take the advised action (all False
+    without an ``advice`` observation): where a clone must read more than the advice."""
+    advice = trajectories.observations.get("advice")
+    if advice is None:
+        return np.zeros(len(trajectories), dtype=bool)
+    advised = advice.sum(axis=-1) > 0
+    return trajectories.informative & advised & (advice.argmax(axis=-1) != trajectories.actions)
 
 
 def evaluate_imitation(
@@ -258,25 +321,29 @@ def evaluate_imitation(
     trajectories: Trajectories,
     scale: float,
     minibatch_size: int = 512,
-) -> dict[str, float]:
-    """Cross-entropy, critic MSE (in return stds) and argmax accuracy on the choices."""
+) -> dict[str, Any]:
+    """Cross-entropy, critic MSE (in return stds) and argmax accuracy on the choices, and
+    the accuracy on the :func:`departures` from the advice (None without any)."""
     import torch
 
     actor_sum = critic_sum = 0.0
-    correct = informative = 0
+    predicted = np.zeros(len(trajectories), dtype=np.int64)
     with torch.no_grad():
         for start in range(0, len(trajectories), minibatch_size):
             rows = np.arange(start, min(start + minibatch_size, len(trajectories)))
-            actor, critic, hits, choices = _losses(module, trajectories, rows, scale)
-            actor_sum += float(actor) * choices
+            actor, critic, argmax, informative = _losses(module, trajectories, rows, scale)
+            actor_sum += float(actor) * int(informative.sum())
             critic_sum += float(critic) * len(rows)
-            correct += hits
-            informative += choices
+            predicted[rows] = argmax
+    hits = predicted == trajectories.actions
+    choices, departed = trajectories.informative, departures(trajectories)
     return {
-        "actor_loss": actor_sum / max(informative, 1),
+        "actor_loss": actor_sum / max(int(choices.sum()), 1),
         "critic_loss": critic_sum / len(trajectories),
-        "accuracy": correct / informative if informative else float("nan"),
-        "informative": float(informative),
+        "accuracy": float(hits[choices].mean()) if choices.any() else float("nan"),
+        "informative": float(choices.sum()),
+        "departure_accuracy": float(hits[departed].mean()) if departed.any() else None,
+        "departures": float(departed.sum()),
     }
 
 
@@ -385,6 +452,8 @@ def pretrain(
         train_accuracy=on_train["accuracy"],
         random_accuracy=random_legal_accuracy(heldout),
         return_scale=scale,
+        departures=int(on_heldout["departures"]),
+        departure_accuracy=on_heldout["departure_accuracy"],
     )
 
 
@@ -420,14 +489,16 @@ def warm_start_clones(
     env_name, env_config = experiment.environment.name, dict(experiment.environment.config)
     gamma = experiment.algorithm.gamma
     train = record_trajectories(
-        env_name, env_config, settings.heuristic, settings.training_seeds, gamma
+        env_name, env_config, settings.heuristic, settings.training_seeds, gamma, settings.improve
     )
     heldout = record_trajectories(
-        env_name, env_config, settings.heuristic, settings.heldout_seeds, gamma
+        env_name, env_config, settings.heuristic, settings.heldout_seeds, gamma, settings.improve
     )
     if log is not None:
         log(
-            f"warm start: recorded {settings.heuristic} on {settings.episodes} episodes "
+            f"warm start: recorded {settings.heuristic}"
+            f"{' improved by rollouts at its holds' if settings.improve else ''} on "
+            f"{settings.episodes} episodes "
             f"({len(train)} agent steps, {int(train.informative.sum())} with a choice), "
             f"{settings.heldout_episodes} held out ({len(heldout)} steps)"
         )

@@ -63,6 +63,8 @@ class _PlanningSimulator:
         return waiting[self.status[waiting] == JobStatus.WAITING]
 
     def __getattr__(self, name: str) -> Any:
+        if name == "_sim":  # not set yet (copy and pickle build the object bare)
+            raise AttributeError(name)
         return getattr(self._sim, name)
 
 
@@ -101,6 +103,13 @@ class HeuristicPodPolicy:
             group = int(self.plan[head.job][head.task])
             actions[agent] = self._action_for(index, group)
         return actions
+
+    def keep_plan_of(self, original: HeuristicPodPolicy) -> None:
+        """On a deep copy of ``original`` and its environment: keep the plan of the round in
+        progress, as ``original`` would, instead of planning the round again (a second plan
+        would advance per-job scheduler state such as DSIF's delay counts twice)."""
+        if original._planned_round == (id(original.env.sim), original.env.rounds):
+            self._planned_round = (id(self.env.sim), self.env.rounds)
 
     def _plan(self, sim: Simulator | None) -> None:
         assert sim is not None

@@ -43,8 +43,10 @@ handed a different simulator; reuse one across runs only sequentially.
 
 from __future__ import annotations
 
+import copy
 import weakref
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -84,6 +86,22 @@ class Scheduler:
         self._best_level: dict[int, int] = {}
         self._settled = np.zeros(0, dtype=bool)
         self._last_free: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Scheduler:
+        """A copy whose per-simulator state follows the simulator's copy: copied together
+        with the simulator it schedules (one ``copy.deepcopy`` of both), it keeps its delay
+        counters and caches for that copy instead of starting fresh (a weak reference
+        would otherwise still point at the original simulator)."""
+        clone = self.__class__.__new__(self.__class__)
+        memo[id(self)] = clone
+        for key, value in self.__dict__.items():
+            if key == "_sim_ref" and value is not None:
+                sim = value()
+                value = None if sim is None else weakref.ref(copy.deepcopy(sim, memo))
+            else:
+                value = copy.deepcopy(value, memo)
+            setattr(clone, key, value)
+        return clone
 
     @property
     def name(self) -> str:

@@ -10,9 +10,11 @@ import torch
 
 from envs.pod.env import PodSchedulingEnv
 from envs.pod.heuristic import HeuristicPodPolicy
+from envs.pod.rollouts import HoldImprovedPolicy
 from tune.experiment import ConfigError, config_from_dict
 from tune.imitation import (
     build_module,
+    departures,
     discounted_returns,
     masked_cross_entropy,
     record_trajectories,
@@ -70,6 +72,36 @@ def test_recorded_actions_equal_the_heuristic_drivers() -> None:
     np.testing.assert_array_equal(recorded.episodes, episodes)
     # The heuristic only ever takes legal actions.
     assert recorded.observations["action_mask"][np.arange(len(actions)), actions].all()
+
+
+def test_an_improved_teacher_is_recorded_with_its_departures_from_the_advice() -> None:
+    # The contended setting's load, 60 jobs: the teacher holds some jobs the plan spreads.
+    env_config = {
+        "server": "mixed",
+        "workload_params": {"rate": 10.0},
+        "num_jobs": 60,
+        "queue_order": "ideal-time",
+        "room_features": True,
+        "job_times": True,
+        "advice": "dsif+locality",
+    }
+    recorded = record_trajectories(
+        "pod_scheduling_v0", env_config, "dsif+locality", [1], 0.99, improve="hold"
+    )
+    env = PodSchedulingEnv(**env_config)
+    env.reset(seed=1)
+    teacher = HoldImprovedPolicy(env, "dsif+locality", seed=1)
+    actions = []
+    while env.agents:
+        chosen = teacher.actions()
+        actions.extend(chosen.values())
+        env.step(chosen)
+    np.testing.assert_array_equal(recorded.actions, actions)
+    # Every hold is a departure: the advice places the job, the teacher sends it back.
+    departed = departures(recorded)
+    wait = recorded.observations["action_mask"].shape[1] - 1
+    assert departed.sum() == teacher.holds > 0
+    assert (recorded.actions[departed] == wait).all()
 
 
 def test_discounted_returns_per_agent() -> None:
@@ -258,6 +290,10 @@ def test_the_saved_module_loads_into_the_algorithm(ray_local, tmp_path: Path) ->
         (
             {"warm_start": {"confidence": 1.2}},
             r"warm_start.confidence must be in \(0, 1\]",
+        ),
+        (
+            {"warm_start": {"improve": "forward"}},
+            r"warm_start.improve='forward'; allowed: hold or null",
         ),
         (
             {"warm_start": {"explore": "forward"}},

@@ -1,0 +1,139 @@
+"""A heuristic improved by rollouts at its hold decisions: the teacher a clone can beat it with.
+
+:class:`~envs.pod.heuristic.HeuristicPodPolicy` plays a heuristic's plan. Under contention
+the plan's weak point is *when* it starts a job: DSIF (002) holds a job back at most 3
+rounds when its placement would miss the best locality, then spreads it over servers, and
+a spread job runs slower and slows the jobs it shares links with. :class:`HoldImprovedPolicy`
+plays the same plan, except at every **hold candidate** -- a step at which an agent would
+place the first task of a job that the plan spreads over more than one server although
+the whole job fits in one server of the cluster. There it simulates the rest of the
+episode twice, on copies of the environment:
+
+- **as planned**: the heuristic from here on;
+- **hold**: the job is sent back to wait at this round and at every later round in which
+  the plan still spreads it (at most ``max_hold_rounds``), the heuristic otherwise;
+
+and plays this round's action of the continuation in which all jobs together spend less
+time in the system (JCT summed over jobs, unfinished ones counted to the end of the
+simulation). This is one step of policy iteration by rollouts (the heuristic is the base
+policy; the comparison is exact, the simulator being deterministic given the episode), and
+at the next round the same question is asked again. The improved policy is a teacher for
+behaviour cloning (``warm_start.improve: hold``, :mod:`tune.imitation`): the network learns
+from the observation alone when holding pays, with no simulation at decision time.
+
+Cost: two simulated continuations per candidate (the "as planned" one shared by the
+candidates of a step until one of them holds); a few dozen candidates per episode on the
+contended fat-tree, about 10-20 s an episode on one core.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from envs.pod.heuristic import HeuristicPodPolicy
+
+if TYPE_CHECKING:
+    from envs.pod.env import PodSchedulingEnv
+
+#: Names of the rollout improvements ``warm_start.improve`` accepts.
+IMPROVEMENTS = ("hold",)
+
+
+class HoldImprovedPolicy:
+    """``ordering+placement``'s actions, each hold candidate decided by two rollouts."""
+
+    def __init__(
+        self, env: PodSchedulingEnv, heuristic: str, seed: int = 0, max_hold_rounds: int = 100
+    ) -> None:
+        self.env = env
+        self.base = HeuristicPodPolicy(env, heuristic, seed=seed)
+        self.max_hold_rounds = max_hold_rounds
+        self.candidates = 0  # hold candidates met so far
+        self.holds = 0  # of which held
+
+    def actions(self) -> dict[str, int]:
+        """Every live agent's action: the plan's, or wait where holding pays."""
+        env, base = self.env, self.base
+        actions = base.actions()
+        wait = env.builder.num_actions - 1
+        planned_cost: float | None = None
+        for agent, job in hold_candidates(env, base, actions):
+            self.candidates += 1
+            if planned_cost is None:
+                planned_cost = continuation_cost(env, base, actions)
+            held = {**actions, agent: wait}
+            if continuation_cost(env, base, held, job, self.max_hold_rounds) < planned_cost:
+                actions = held
+                planned_cost = None  # this step's actions changed
+                self.holds += 1
+        return actions
+
+
+def hold_candidates(
+    env: PodSchedulingEnv, base: HeuristicPodPolicy, actions: dict[str, int]
+) -> list[tuple[str, int]]:
+    """(agent, job) of every agent whose ``actions`` entry places the first task of a job
+    that ``base``'s plan spreads over servers though the whole job fits in one server."""
+    round_ = env.round
+    if round_ is None:
+        return []
+    wait = env.builder.num_actions - 1
+    cluster, sim = env.cluster, env.sim
+    found = []
+    for index, agent in enumerate(env.possible_agents):
+        action = actions.get(agent)
+        if action is None or action == wait:
+            continue
+        head = round_.head(index)
+        if head is None or head.task != 0 or head.job not in base.plan:
+            continue
+        groups = base.plan[head.job]
+        if len(np.unique(cluster.group_server[groups])) < 2:
+            continue
+        task_gpus, _ = sim.task_demands(head.job, len(groups) - int(sim.num_ps[head.job]))
+        if float(np.sum(task_gpus)) <= largest_server_gpus(env):
+            found.append((agent, head.job))
+    return found
+
+
+def largest_server_gpus(env: PodSchedulingEnv) -> float:
+    """GPUs of the cluster's largest server."""
+    cluster = env.cluster
+    per_server = np.bincount(
+        cluster.group_server, weights=cluster.group_gpus, minlength=cluster.num_servers
+    )
+    return float(per_server.max())
+
+
+def continuation_cost(
+    env: PodSchedulingEnv,
+    base: HeuristicPodPolicy,
+    actions: dict[str, int],
+    held_job: int | None = None,
+    max_hold_rounds: int = 0,
+) -> float:
+    """Total time in the system of all jobs (unfinished ones to the end of the simulation)
+    when the episode continues, on a copy, with ``actions`` now and ``base`` afterwards,
+    except that ``held_job`` is sent back to wait at each later round in which the plan
+    still spreads it, for at most ``max_hold_rounds`` rounds."""
+    env_copy, base_copy = copy.deepcopy((env, base))
+    base_copy.keep_plan_of(base)
+    if env.advisor is not None:
+        env_copy.advisor.policy.keep_plan_of(env.advisor.policy)
+    wait = env.builder.num_actions - 1
+    env_copy.step(actions)
+    held_rounds = 0
+    while env_copy.agents:
+        chosen = base_copy.actions()
+        if held_job is not None and held_rounds < max_hold_rounds:
+            for agent, job in hold_candidates(env_copy, base_copy, chosen):
+                if job == held_job:
+                    chosen[agent] = wait
+                    held_rounds += 1
+        env_copy.step(chosen)
+    sim = env_copy.sim
+    finish = np.where(np.isfinite(sim.finish_time), sim.finish_time, sim.now)
+    return float(np.sum(finish - env_copy.workload.arrival_time))
