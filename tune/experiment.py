@@ -12,6 +12,7 @@ Sections (every key optional except where noted; unknown keys fail with their na
     evaluation: {seeds: [1000, 1001], baselines: [fifo+packing, ...], environment: {...}}
     tracking: {tracking_uri: null, experiment: null}
     warm_start: {heuristic: fifo+packing, episodes: 40, epochs: 20, lr: 1.0e-3}  # optional
+    sweep: {space: {algorithm.lr: {loguniform: [1.0e-5, 1.0e-3]}}, scheduler: asha}  # optional
     seeds: [0]                              # one Tune trial per training seed
 
 ``--set a.b=c`` overrides any key (values parsed as YAML scalars/lists). Derived values
@@ -451,6 +452,148 @@ class TrackingSection:
     experiment: str | None = None
 
 
+#: Tune's distributions a ``sweep.space`` entry may name, and how many arguments each takes
+#: (None: a non-empty list of values).
+DISTRIBUTIONS: dict[str, int | None] = {
+    "uniform": 2,
+    "loguniform": 2,
+    "quniform": 3,
+    "randint": 2,
+    "qrandint": 3,
+    "choice": None,
+    "grid": None,
+}
+#: Trial schedulers and search algorithms of a sweep.
+SWEEP_SCHEDULERS = ("fifo", "asha", "pbt")
+SWEEP_SEARCHES = ("random", "optuna")
+#: The settings each scheduler takes in ``sweep.scheduler_config``.
+SCHEDULER_SETTINGS: dict[str, tuple[str, ...]] = {
+    "fifo": (),
+    "asha": ("grace_period", "reduction_factor", "brackets"),
+    "pbt": ("perturbation_interval", "burn_in_period", "quantile_fraction", "resample_probability"),
+}
+#: The config sections a sweep may vary (dotted key prefixes).
+SWEEPABLE = ("algorithm.", "model.config.", "environment.config.")
+#: Short names of the training results a sweep ranks by -> Tune's result keys.
+SWEEP_METRICS = {
+    "episode_return_mean": "env_runners/episode_return_mean",
+    "episode_len_mean": "env_runners/episode_len_mean",
+}
+
+
+@dataclass(frozen=True)
+class SweepSection:
+    """A Ray Tune sweep (``tune/sweep.py``): ``space`` maps dotted config keys (under
+    ``algorithm.``, ``model.config.``, ``environment.config.``) to one Tune distribution
+    each -- ``{loguniform: [1.0e-5, 1.0e-3]}``, ``{uniform: [a, b]}``, ``{quniform: [a, b,
+    q]}``, ``{randint: [a, b]}`` (b excluded), ``{qrandint: [a, b, q]}``, ``{choice: [...]}``,
+    ``{grid: [...]}`` (every value, random search only). ``num_samples`` trials (per grid
+    point) are ranked by ``metric`` (``episode_return_mean``, ``episode_len_mean``, or a
+    Tune result key such as ``env_runners/episode_return_mean``) in ``mode`` (max, min).
+    ``scheduler``: fifo (every trial runs to the stop criterion), asha (stops poor trials
+    early; ``scheduler_config``: grace_period, reduction_factor, brackets) or pbt
+    (population based training: poor trials continue from good ones' checkpoints with
+    perturbed ``algorithm.*`` values; perturbation_interval, burn_in_period,
+    quantile_fraction, resample_probability). ``search``: random (Tune's variant
+    generator) or optuna (TPE). ``max_concurrent_trials``: None lets Tune run as many as
+    the resources allow."""
+
+    space: dict[str, Any] = field(default_factory=dict)
+    num_samples: int = 4
+    metric: str = "episode_return_mean"
+    mode: str = "max"
+    scheduler: str = "asha"
+    search: str = "random"
+    scheduler_config: dict[str, Any] = field(default_factory=dict)
+    max_concurrent_trials: int | None = None
+
+    def __post_init__(self) -> None:
+        _positive_int("sweep.num_samples", self.num_samples)
+        if self.max_concurrent_trials is not None:
+            _positive_int("sweep.max_concurrent_trials", self.max_concurrent_trials)
+        if self.metric not in SWEEP_METRICS and "/" not in str(self.metric):
+            raise ConfigError(
+                f"sweep.metric={self.metric!r}; allowed: {', '.join(SWEEP_METRICS)} or a Tune "
+                "result key with '/' (e.g. env_runners/episode_return_mean)"
+            )
+        for key, value, allowed in (
+            ("mode", self.mode, ("max", "min")),
+            ("scheduler", self.scheduler, SWEEP_SCHEDULERS),
+            ("search", self.search, SWEEP_SEARCHES),
+        ):
+            if value not in allowed:
+                raise ConfigError(f"sweep.{key}={value!r}; allowed: {', '.join(allowed)}")
+        if self.scheduler == "pbt" and self.search != "random":
+            raise ConfigError(
+                "sweep.scheduler=pbt perturbs its own population; it takes search: random, "
+                f"got search={self.search!r}"
+            )
+        if not isinstance(self.scheduler_config, dict):
+            raise ConfigError(
+                f"sweep.scheduler_config must be a mapping, got {self.scheduler_config!r}"
+            )
+        allowed = SCHEDULER_SETTINGS[self.scheduler]
+        unknown = sorted(set(self.scheduler_config) - set(allowed))
+        if unknown:
+            raise ConfigError(
+                f"sweep.scheduler_config.{unknown[0]} is not a {self.scheduler} setting; "
+                f"allowed: {', '.join(allowed) or 'none'}"
+            )
+        if not isinstance(self.space, dict) or not self.space:
+            raise ConfigError(
+                "sweep.space must map dotted config keys to distributions, e.g. "
+                "{algorithm.lr: {loguniform: [1.0e-5, 1.0e-3]}}"
+            )
+        for key, spec in self.space.items():
+            self._check_entry(str(key), spec)
+
+    def _check_entry(self, key: str, spec: Any) -> None:
+        where = f"sweep.space.{key}"
+        if not key.startswith(SWEEPABLE) or key in ("algorithm.name", "algorithm.extra"):
+            raise ConfigError(
+                f"{where}: a sweep varies keys under {', '.join(SWEEPABLE)} (not "
+                "algorithm.name); e.g. algorithm.lr, algorithm.extra.vf_loss_coeff, "
+                "model.config.hidden, environment.config.reward"
+            )
+        if not isinstance(spec, dict) or len(spec) != 1:
+            raise ConfigError(
+                f"{where} must be one distribution, e.g. {{choice: [a, b]}}; allowed: "
+                f"{', '.join(DISTRIBUTIONS)}; got {spec!r}"
+            )
+        ((name, args),) = spec.items()
+        if name not in DISTRIBUTIONS:
+            raise ConfigError(
+                f"{where}: unknown distribution {name!r}; allowed: {', '.join(DISTRIBUTIONS)}"
+            )
+        arity = DISTRIBUTIONS[name]
+        if arity is None:
+            if not isinstance(args, list) or not args:
+                raise ConfigError(f"{where}: {name} takes a non-empty list of values, got {args!r}")
+            if name == "grid" and self.search != "random":
+                raise ConfigError(f"{where}: grid needs search: random (Optuna samples)")
+            return
+        if (
+            not isinstance(args, list)
+            or len(args) != arity
+            or not all(isinstance(arg, int | float) and not isinstance(arg, bool) for arg in args)
+        ):
+            raise ConfigError(f"{where}: {name} takes {arity} numbers, got {args!r}")
+        low, high = args[0], args[1]
+        if not low < high:
+            raise ConfigError(f"{where}: {name} needs low < high, got {args!r}")
+        if name == "loguniform" and low <= 0:
+            raise ConfigError(f"{where}: loguniform needs low > 0, got {args!r}")
+        if name in ("randint", "qrandint") and not all(isinstance(arg, int) for arg in args):
+            raise ConfigError(f"{where}: {name} takes integers, got {args!r}")
+        if arity == 3 and not args[2] > 0:
+            raise ConfigError(f"{where}: {name}'s step q must be > 0, got {args[2]!r}")
+
+    @property
+    def result_key(self) -> str:
+        """The Tune result key of :attr:`metric`."""
+        return SWEEP_METRICS.get(self.metric, self.metric)
+
+
 @dataclass(frozen=True)
 class ExperimentConfig:
     """One experiment; see the module docstring."""
@@ -466,6 +609,7 @@ class ExperimentConfig:
     tracking: TrackingSection = field(default_factory=TrackingSection)
     seeds: list[int] = field(default_factory=lambda: [0])
     warm_start: WarmStartSection | None = None
+    sweep: SweepSection | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -553,9 +697,10 @@ SECTIONS: dict[str, type] = {
     "evaluation": EvaluationSection,
     "tracking": TrackingSection,
     "warm_start": WarmStartSection,
+    "sweep": SweepSection,
 }
 #: Sections that are off (None) unless the config has them.
-OPTIONAL_SECTIONS = frozenset({"warm_start"})
+OPTIONAL_SECTIONS = frozenset({"warm_start", "sweep"})
 
 
 def config_from_dict(data: dict[str, Any]) -> ExperimentConfig:
@@ -588,11 +733,17 @@ POLICY_GRADIENT_KEYS = ("minibatch_size", "num_epochs", "entropy_coeff", "clip_p
 
 
 def _check_policy_gradient_keys(algorithm: Any) -> None:
-    """A DQN config that sets a PPO/APPO-only field would silently ignore it: refuse."""
+    """A DQN config that sets a PPO/APPO-only field to anything but its default would
+    silently ignore it: refuse. (Defaults pass, so a config's own ``to_dict()`` loads.)"""
     if not isinstance(algorithm, dict):
         return
     name = algorithm.get("name", AlgorithmSection.name)
-    given = [key for key in POLICY_GRADIENT_KEYS if key in algorithm]
+    defaults = AlgorithmSection()
+    given = [
+        key
+        for key in POLICY_GRADIENT_KEYS
+        if key in algorithm and algorithm[key] != getattr(defaults, key)
+    ]
     if name in ALGORITHMS and name not in POLICY_GRADIENT and given:
         raise ConfigError(
             f"algorithm.{given[0]} applies to {', '.join(POLICY_GRADIENT)} only, not "

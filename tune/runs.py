@@ -65,7 +65,7 @@ def make_tuner(
     *,
     name: str | None = None,
     verbose: int = 1,
-    num_samples: int | None = None,
+    tune_config: Any = None,
     parent_run_id: str | None = None,
 ) -> Any:
     """A Tune run of ``experiment.algorithm`` over ``param_space``, named ``name`` (default
@@ -77,7 +77,6 @@ def make_tuner(
 
     from tune.mlflow_tracking import MLflowTrialCallback
 
-    tune_config = None if num_samples is None else ray_tune.TuneConfig(num_samples=num_samples)
     return ray_tune.Tuner(
         experiment.algorithm.name,
         param_space=param_space,
@@ -98,12 +97,14 @@ def make_tuner(
     )
 
 
-def restore_tuner(experiment: ExperimentConfig, param_space: Any, storage: str) -> Any:
-    """The interrupted Tune run of ``experiment`` under ``storage``, to finish its unfinished
-    and errored trials; :class:`ConfigError` when there is none."""
+def restore_tuner(
+    experiment: ExperimentConfig, param_space: Any, storage: str, name: str | None = None
+) -> Any:
+    """The interrupted Tune run ``name`` (default the experiment's) under ``storage``, to
+    finish its unfinished and errored trials; :class:`ConfigError` when there is none."""
     from ray import tune as ray_tune
 
-    experiment_dir = storage_join(storage, experiment.name)
+    experiment_dir = storage_join(storage, name or experiment.name)
     if not ray_tune.Tuner.can_restore(experiment_dir):
         raise ConfigError(f"--resume: no interrupted experiment at {experiment_dir}")
     return ray_tune.Tuner.restore(

@@ -1,20 +1,30 @@
-"""A Ray Tune sweep over what matters in the papers, tracked as one MLflow parent run.
+"""A Ray Tune sweep of an experiment's ``sweep:`` section, tracked as one MLflow parent run.
 
 How to run
 ----------
-    python tune/sweep.py --config tune/configs/demo.yaml --num-samples 8
-    python tune/sweep.py --config tune/configs/demo.yaml --num-samples 2 \\
-        --set stop.training_iteration=3 --json
+    python tune/sweep.py --config tune/configs/sced2_dqn.yaml
+    python tune/sweep.py --config tune/configs/sced2_dqn.yaml --num-samples 8 \\
+        --set sweep.scheduler=pbt --set stop.training_iteration=20 --json
+    python tune/sweep.py --config tune/configs/sced2_dqn.yaml --resume   # after Ctrl-C / a kill
 
 What you get
 ------------
-``--num-samples`` trials drawn from the search space: learning rate (log-uniform 1e-5 to
-1e-3), entropy bonus, GNN depth and width, device- vs server-level graphs, and -- when the
-environment's reward is ``contention`` -- 000's reward weights (branches A-E: W1 = 0.3,
-0.4, 0.5, 0.6, 0.7). One MLflow parent run for the sweep with one child run per trial
-(params, per-iteration metrics), comparable in the MLflow UI; a summary table at the end,
-and the best trial's checkpoint and configuration (``--json``: one object with ``trials``,
-``best_checkpoint``, ``best_config``, ``tracking_uri``, ``parent_run_id``).
+The config's ``sweep`` section (:class:`tune.experiment.SweepSection`) says what varies:
+dotted keys under ``algorithm.``, ``model.config.`` and ``environment.config.``, one Tune
+distribution each (``loguniform``, ``uniform``, ``quniform``, ``randint``, ``qrandint``,
+``choice``, ``grid``), ``num_samples`` trials, the ``metric`` and ``mode`` they are ranked
+by, the trial scheduler (``fifo``, ``asha``: stop poor trials early, ``pbt``: population
+based training over ``algorithm.*`` keys) and the search (``random`` or ``optuna``). Every
+key is checked before Ray starts, at each choice and both ends of each range, against the
+algorithm (PPO and DQN take different settings), the model and the environment; a bad one
+prints one line and exits with status 2. One MLflow parent run for the sweep, with one
+child run per trial (params, per-iteration metrics), comparable in the MLflow UI; a summary
+table at the end, ranked by the metric, and the best trial's checkpoint and values
+(``--json``: one object with ``trials``, ``metric``, ``mode``, ``status``, ``best_trial``,
+``best_checkpoint``, ``best_config``, ``tracking_uri``, ``parent_run_id``; Tune's progress
+goes to stderr). ``--resume`` continues an interrupted sweep (same storage and config) in
+the same parent run. Exit status 0 when some trial reported the metric, 1 otherwise, 130
+when interrupted.
 """
 
 from __future__ import annotations
@@ -38,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", type=Path, required=True, help="experiment YAML")
-    parser.add_argument("--num-samples", type=int, default=4, help="trials to draw (default 4)")
+    parser.add_argument(
+        "--num-samples", type=int, help="trials to draw (default: the config's sweep.num_samples)"
+    )
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key"
     )
@@ -47,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="Tune results: a folder, or a URI Tune accepts (s3://..., file://...), passed "
         "through untouched (default $PODSCHED_RESULTS/ray_results, else "
         "~/podsched-results/ray_results)",
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the interrupted sweep of this config"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     return parser
@@ -58,20 +73,16 @@ def main(argv: list[str] | None = None) -> int:
     from tune.mlflow_tracking import resolve_tracking_uri, ui_command
 
     try:
-        if args.num_samples < 1:
+        if args.num_samples is not None and args.num_samples < 1:
             raise ConfigError(f"--num-samples must be >= 1, got {args.num_samples}")
         experiment = load_config(args.config, args.set)
-        if experiment.warm_start is not None:
-            # The search space changes the network's shape and the action space (GNN depth
-            # and width, device/server level): one pretrained module cannot fit every trial.
-            raise ConfigError(
-                "warm_start is not supported by sweep.py (the sweep varies the network and "
-                "graph level); remove it (--set warm_start=null) or train with platform/train.py"
-            )
+        storage = resolve_storage(args.storage or default_storage())
         from tune.preflight import check_experiment
         from tune.runs import start_ray_for
+        from tune.search import check_sweep
 
         check_experiment(experiment)
+        check_sweep(experiment)
         tracking_uri = resolve_tracking_uri(experiment)
         start_ray_for(experiment, tracking_uri)
     except (ConfigError, ValueError) as error:
@@ -80,36 +91,53 @@ def main(argv: list[str] | None = None) -> int:
     from tune.search import run_sweep
 
     # With --json stdout carries only the final object; Tune's progress goes to stderr.
-    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
-        storage = resolve_storage(args.storage or default_storage())
-        payload = run_sweep(experiment, args.num_samples, storage, tracking_uri)
-    rows = payload["trials"]
-    finished = [row for row in rows if row["episode_return_mean"] is not None]
+    quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+    try:
+        with quiet:
+            payload = run_sweep(
+                experiment,
+                storage,
+                tracking_uri,
+                resume=args.resume,
+                num_samples=args.num_samples,
+            )
+    except ConfigError as error:
+        print(f"sweep.py: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sweep.py: interrupted; the parent run is KILLED", file=sys.stderr)
+        return 130
     if args.json:
         print(json.dumps(payload, default=str))
     else:
-        print(format_summary(rows))
+        print(format_summary(payload))
         print(f"\nbest checkpoint: {payload['best_checkpoint']}")
         print(f"best configuration: {payload['best_config']}")
         print(f"MLflow parent run {payload['parent_run_id']} in '{experiment.experiment_name}'")
         print(f"open it with: {ui_command(tracking_uri)}")
-    return 0 if finished else 1
+    if payload["status"] == "KILLED":
+        print("sweep.py: interrupted; continue with --resume", file=sys.stderr)
+        return 130
+    return 0 if payload["status"] == "FINISHED" else 1
 
 
-def format_summary(rows: list[dict[str, Any]]) -> str:
-    """One line per trial: its sampled values and final mean return."""
-    lines = ["trial  return  parameters"]
-    ranked = sorted(rows, key=lambda row: -(row["episode_return_mean"] or float("-inf")))
-    for row in ranked:
-        value = row["episode_return_mean"]
-        shown = "failed" if value is None else f"{value:.2f}"
+def format_summary(payload: dict[str, Any]) -> str:
+    """One line per trial, best first by the sweep's metric: its value, iterations
+    reached and sampled values."""
+    sign = -1.0 if payload["mode"] == "max" else 1.0
+    rows = sorted(
+        payload["trials"],
+        key=lambda row: float("inf") if row["metric"] is None else sign * row["metric"],
+    )
+    lines = [f"trial  {payload['metric']}  iterations  parameters"]
+    for row in rows:
+        value = row["metric"]
+        shown = "failed" if row["error"] else "-" if value is None else f"{value:.4g}"
         params = ", ".join(
-            f"{k.rsplit('.', 1)[-1]}={v:.3g}"
-            if isinstance(v, float)
-            else f"{k.rsplit('.', 1)[-1]}={v}"
-            for k, v in sorted(row["params"].items())
+            f"{key}={value:.3g}" if isinstance(value, float) else f"{key}={value}"
+            for key, value in sorted(row["params"].items())
         )
-        lines.append(f"{row['trial'][:40]}  {shown}  {params}")
+        lines.append(f"{row['trial'][:48]}  {shown}  {row['training_iteration']}  {params}")
     return "\n".join(lines)
 
 

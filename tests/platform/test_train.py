@@ -333,23 +333,83 @@ def test_ctrl_c_ends_the_run_killed_and_evaluates_nothing(tmp_path: Path) -> Non
     assert sorted(metric.step for metric in steps) == [1, 2, 3]
 
 
+def sweep_runs(uri: str, experiment: str, parent_id: str) -> tuple[list, list]:
+    """The sweep's parent run(s) and its child (trial) runs."""
+    runs = runs_of(uri, experiment)
+    parents = [run for run in runs if run.data.tags.get("stage") == "sweep"]
+    children = [run for run in runs if run.data.tags.get("mlflow.parentRunId") == parent_id]
+    return parents, children
+
+
 @pytest.mark.integration
-def test_sweep_makes_child_runs_under_one_parent(tmp_path: Path) -> None:
+def test_a_dqn_sweep_with_asha_and_optuna(tmp_path: Path) -> None:
+    """The shipped DQN sweep (Optuna's TPE, ASHA) on a tiny budget: 2 trials x 2 iterations."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    overrides = [
+        f"tracking.tracking_uri={uri}",
+        "stop.training_iteration=2",
+        "sweep.num_samples=2",
+        "sweep.scheduler_config.grace_period=1",
+        "environment.config.num_jobs=50",
+        "algorithm.extra.num_steps_sampled_before_learning_starts=100",
+    ]
     result = run_program(
         "tune/sweep.py",
-        *("--config", str(TINY), "--num-samples", "2", "--storage", str(tmp_path / "results")),
-        *("--set", f"tracking.tracking_uri={uri}", "--set", "stop.training_iteration=1", "--json"),
+        *("--config", str(ROOT / "tune" / "configs" / "sced2_dqn.yaml"), "--json"),
+        *("--storage", str(tmp_path / "results")),
+        *[arg for override in overrides for arg in ("--set", override)],
     )
     assert result.returncode == 0, result.stderr[-3000:]
     payload = last_json(result.stdout)
-    assert len(payload["trials"]) == 2 and Path(payload["best_checkpoint"]).is_dir()
-    runs = runs_of(uri, "tiny")
-    parents = [run for run in runs if run.data.tags.get("stage") == "sweep"]
-    children = [run for run in runs if run.data.tags.get("mlflow.parentRunId")]
-    assert len(parents) == 1 and parents[0].info.run_id == payload["parent_run_id"]
-    assert len(children) == 2
-    assert {run.data.tags["mlflow.parentRunId"] for run in children} == {payload["parent_run_id"]}
+    assert payload["status"] == "FINISHED" and len(payload["trials"]) == 2
+    for row in payload["trials"]:
+        assert row["trial"].startswith("DQN_") and row["error"] is None
+        assert 1e-5 <= row["params"]["algorithm.lr"] <= 1e-3
+        assert row["params"]["algorithm.gamma"] in (0.95, 0.99)
+        assert row["params"]["algorithm.extra.target_network_update_freq"] in (500, 2000, 8000)
+    best = max(payload["trials"], key=lambda row: row["metric"])
+    assert payload["best_config"] == best["params"]
+    assert Path(payload["best_checkpoint"]).is_dir()
+    parents, children = sweep_runs(uri, "podsched-sced2", payload["parent_run_id"])
+    assert [run.info.status for run in parents] == ["FINISHED"]
+    assert (
+        parents[0].data.tags["scheduler"] == "asha" and parents[0].data.tags["search"] == "optuna"
+    )
+    assert parents[0].data.metrics["best_episode_return_mean"] == best["metric"]
+    assert sorted(run.info.status for run in children) == ["FINISHED", "FINISHED"]
+
+
+@pytest.mark.integration
+def test_a_pbt_sweep_and_its_resume(tmp_path: Path) -> None:
+    """PBT over PPO's step size on the tiny experiment; --resume of the finished sweep
+    reuses its parent run and runs nothing again."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    sweep = (
+        "sweep={space: {algorithm.lr: {loguniform: [1.0e-4, 1.0e-3]}}, num_samples: 2, "
+        "scheduler: pbt, scheduler_config: {perturbation_interval: 1}}"
+    )
+    args = ["--config", str(TINY), "--storage", str(tmp_path / "results"), "--json"]
+    args += ["--set", f"tracking.tracking_uri={uri}", "--set", sweep]
+    result = run_program("tune/sweep.py", *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    payload = last_json(result.stdout)
+    assert payload["status"] == "FINISHED"
+    assert [row["training_iteration"] for row in payload["trials"]] == [2, 2]
+    assert all(
+        1e-4 / 1.2 <= row["params"]["algorithm.lr"] <= 1e-3 * 1.2 for row in payload["trials"]
+    )
+    parents, children = sweep_runs(uri, "tiny", payload["parent_run_id"])
+    assert len(parents) == 1 and parents[0].data.tags["scheduler"] == "pbt"
+    assert sorted(run.info.status for run in children) == ["FINISHED", "FINISHED"]
+    resumed = run_program("tune/sweep.py", *args, "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    again = last_json(resumed.stdout)
+    assert again["parent_run_id"] == payload["parent_run_id"]
+    assert sorted(row["trial"] for row in again["trials"]) == sorted(
+        row["trial"] for row in payload["trials"]
+    )
+    parents, children = sweep_runs(uri, "tiny", payload["parent_run_id"])
+    assert [run.info.status for run in parents] == ["FINISHED"] and len(children) == 2
 
 
 def start_mlflow_server(tmp_path: Path, port: int) -> subprocess.Popen:
