@@ -21,6 +21,7 @@ import yaml
 
 from tune.experiment import load_config
 from tune.preflight import check_experiment, check_resources, trial_resources
+from tune.search import check_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 INFRA = ROOT / "infra"
@@ -303,13 +304,13 @@ def test_sweep_rayjob_entrypoint_parses_and_its_config_loads() -> None:
     argv = entrypoint(kuberay_resources()["rayjob-sweep.yaml"])
     assert argv[:2] == ["python", "tune/sweep.py"]
     args = sweep.build_parser().parse_args(argv[2:])
-    assert args.num_samples == 8 and (ROOT / args.config).is_file()
+    assert (ROOT / args.config).is_file() and args.json is True and args.resume is False
     experiment = load_config(ROOT / args.config, args.set)
-    # sweep.py refuses a warm start before Ray starts: the job's overrides remove it.
-    assert experiment.warm_start is None
-    assert experiment.stop.training_iteration == 10
+    assert experiment.sweep is not None and experiment.sweep.num_samples == 8
     assert experiment.checkpoint.max_failures == 3
+    # What sweep.py checks before Ray: the experiment, and the sweep at every probe value.
     check_experiment(experiment)
+    check_sweep(experiment)
     check_resources(experiment, cpu_worker_pod(), "a CPU worker pod")
 
 

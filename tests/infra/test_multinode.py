@@ -203,8 +203,12 @@ def test_sweep_spreads_its_trials_over_the_nodes(cluster: LocalCluster, tmp_path
     result = subprocess.run(
         [
             *(sys.executable, str(ROOT / "tune" / "sweep.py"), "--config", str(TINY)),
-            *("--num-samples", "2", "--storage", str(tmp_path / "results"), "--json"),
+            *("--storage", str(tmp_path / "results"), "--json"),
             *("--set", "stop.training_iteration=1", "--set", f"tracking.tracking_uri={uri}"),
+            # Two trials over PPO's step size, all at once (no early stopping to wait for).
+            "--set",
+            "sweep={space: {algorithm.lr: {loguniform: [1.0e-4, 1.0e-3]}}, num_samples: 2, "
+            "scheduler: fifo}",
         ],
         cwd=ROOT,
         env=cluster.env,
@@ -214,8 +218,9 @@ def test_sweep_spreads_its_trials_over_the_nodes(cluster: LocalCluster, tmp_path
     )
     assert result.returncode == 0, result.stderr[-3000:]
     payload = json.loads(result.stdout.strip().splitlines()[-1])
-    assert len(payload["trials"]) == 2
+    assert payload["status"] == "FINISHED" and len(payload["trials"]) == 2
     assert all(row["error"] is None for row in payload["trials"])
+    assert [row["training_iteration"] for row in payload["trials"]] == [1, 1]
     trials = [actor for actor in cluster.actors("PPO") if actor["id"] not in before]
     # Two trials of one CPU each on nodes of one CPU: one trial per worker node.
     assert len(trials) == 2
