@@ -162,14 +162,26 @@ def run_tune(
     return tuner.fit(), warm_start_path, clone_scores
 
 
+def scored_checkpoint(experiment: ExperimentConfig, results: Any) -> Any:
+    """The kept checkpoint with the best declared ``checkpoint.score`` of all trials;
+    without one, the last checkpoint of the trial with the best final training return."""
+    key = experiment.checkpoint.score_key
+    if key is None:
+        return results.get_best_result(metric=BEST_METRIC, mode="max").checkpoint
+    from tune.selection import best_scored_checkpoint
+
+    return best_scored_checkpoint(results, key, experiment.checkpoint.order)[0]
+
+
 def choose_policy(
     experiment: ExperimentConfig, results: Any, warm_start_path: str | None
 ) -> tuple[str, dict[str, str], dict[str, float]]:
     """The policy to evaluate: ``(folder, module folders by id, validation scores)``.
 
-    Without ``evaluation.validation_seeds``: the last checkpoint of the trial with the best
-    final training return (no scores). With them: the candidate with the lowest mean avg
-    JCT on those seeds among every kept checkpoint and the warm-start module
+    Without ``evaluation.validation_seeds``: the kept checkpoint with the best declared
+    ``checkpoint.score`` of all trials (without one, the last checkpoint of the trial with
+    the best final return); no scores. With them: the candidate with the lowest
+    mean avg JCT on those seeds among every kept checkpoint and the warm-start module
     (:mod:`tune.selection`).
     """
     from tune.evaluation import module_paths
@@ -177,8 +189,7 @@ def choose_policy(
 
     ids = module_ids(experiment)
     if not experiment.evaluation.validation_seeds:
-        best = results.get_best_result(metric=BEST_METRIC, mode="max")
-        checkpoint = checkpoint_folder(best.checkpoint)
+        checkpoint = checkpoint_folder(scored_checkpoint(experiment, results))
         return checkpoint, module_paths(checkpoint, ids), {}
     from tune.selection import checkpoint_candidates, select
 
@@ -231,9 +242,11 @@ def log_evaluation(
     best: Any,
     checkpoint: str,
     info: dict[str, Any] | None = None,
+    modules: dict[str, str] | None = None,
 ) -> None:
     """One MLflow run per evaluated policy (same metric names: means and ``_ci95``
-    half-widths), artifacts on the learned summary row."""
+    half-widths), artifacts on the learned summary row: with ``modules`` (the evaluated
+    RLModule folders) the policy itself as ``policy/`` (:mod:`tune.policy_artifact`)."""
     from result_plots import plot_jct_cdfs, plot_learning_curve
 
     from tune.evaluation import summary
@@ -262,6 +275,10 @@ def log_evaluation(
             )
         write_evaluation_table(table, info, out)
         (out / "checkpoint.txt").write_text(checkpoint + "\n")
+        if modules:
+            from tune.policy_artifact import save_policy
+
+            save_policy(experiment, modules, checkpoint, out / "policy")
         if "validation" in info:
             # Which candidate was evaluated and why: every candidate's validation avg JCT.
             (out / "validation.json").write_text(json.dumps(info["validation"], indent=1))
@@ -341,7 +358,7 @@ def train_and_evaluate(
         return INTERRUPTED, None
     training_s = time.monotonic() - started
     best = results.get_best_result(metric=BEST_METRIC, mode="max")
-    checkpoint = checkpoint_folder(best.checkpoint)
+    checkpoint = checkpoint_folder(scored_checkpoint(experiment, results))
     table: dict[str, dict[str, Any]] = {}
     info: dict[str, Any] = {}
     validation: dict[str, float] = {}
@@ -358,7 +375,7 @@ def train_and_evaluate(
             info["validation"] = {"chosen": checkpoint, "avg_jct": validation}
             if clone_scores:
                 info["validation"]["clones"] = clone_scores
-        log_evaluation(experiment, tracking_uri, table, best, checkpoint, info)
+        log_evaluation(experiment, tracking_uri, table, best, checkpoint, info, modules)
     from tune.evaluation import statistics_table
 
     payload = {

@@ -216,20 +216,52 @@ class StopSection:
         return criteria
 
 
+#: Short names of the training results checkpoints and sweeps are ranked by -> Tune's keys.
+RESULT_METRICS = {
+    "episode_return_mean": "env_runners/episode_return_mean",
+    "episode_len_mean": "env_runners/episode_len_mean",
+}
+
+
+def _result_key(where: str, name: Any) -> str:
+    """Tune's result key of a metric name (:data:`RESULT_METRICS`, or a key with '/')."""
+    if not isinstance(name, str) or (name not in RESULT_METRICS and "/" not in name):
+        raise ConfigError(
+            f"{where}={name!r}; allowed: {', '.join(RESULT_METRICS)} or a Tune result key "
+            "with '/' (e.g. env_runners/episode_return_mean)"
+        )
+    return RESULT_METRICS.get(name, name)
+
+
 @dataclass(frozen=True)
 class CheckpointSection:
-    """Checkpoint every ``frequency`` iterations (and at the end); keep the last ``keep``;
-    retry a failed trial (lost node, crashed process) from its last checkpoint up to
-    ``max_failures`` times (Tune's FailureConfig; 0: a failure ends the trial)."""
+    """Checkpoint every ``frequency`` iterations (and at the end); keep the last ``keep``,
+    or with a declared ``score`` (a training result such as ``episode_return_mean``,
+    ``order`` max or min: Tune's ``checkpoint_score_attribute``) the ``keep`` best by it,
+    and evaluate the best-scored checkpoint of all trials (``evaluation.validation_seeds``,
+    when set, choose among the kept ones instead). Retry a failed trial (lost
+    node, crashed process) from its last checkpoint up to ``max_failures`` times (Tune's
+    FailureConfig; 0: a failure ends the trial)."""
 
     frequency: int = 1
     keep: int = 3
     max_failures: int = 0
+    score: str | None = None
+    order: str = "max"
 
     def __post_init__(self) -> None:
         _positive_int("checkpoint.frequency", self.frequency)
         _positive_int("checkpoint.keep", self.keep)
         _positive_int("checkpoint.max_failures", self.max_failures, 0)
+        if self.score is not None:
+            _result_key("checkpoint.score", self.score)
+        if self.order not in ("max", "min"):
+            raise ConfigError(f"checkpoint.order={self.order!r}; allowed: max, min")
+
+    @property
+    def score_key(self) -> str | None:
+        """Tune's result key of :attr:`score` (None: the latest checkpoints are kept)."""
+        return None if self.score is None else _result_key("checkpoint.score", self.score)
 
 
 @dataclass(frozen=True)
@@ -474,13 +506,6 @@ SCHEDULER_SETTINGS: dict[str, tuple[str, ...]] = {
 }
 #: The config sections a sweep may vary (dotted key prefixes).
 SWEEPABLE = ("algorithm.", "model.config.", "environment.config.")
-#: Short names of the training results a sweep ranks by -> Tune's result keys.
-SWEEP_METRICS = {
-    "episode_return_mean": "env_runners/episode_return_mean",
-    "episode_len_mean": "env_runners/episode_len_mean",
-}
-
-
 @dataclass(frozen=True)
 class SweepSection:
     """A Ray Tune sweep (``tune/sweep.py``): ``space`` maps dotted config keys (under
@@ -511,11 +536,7 @@ class SweepSection:
         _positive_int("sweep.num_samples", self.num_samples)
         if self.max_concurrent_trials is not None:
             _positive_int("sweep.max_concurrent_trials", self.max_concurrent_trials)
-        if self.metric not in SWEEP_METRICS and "/" not in str(self.metric):
-            raise ConfigError(
-                f"sweep.metric={self.metric!r}; allowed: {', '.join(SWEEP_METRICS)} or a Tune "
-                "result key with '/' (e.g. env_runners/episode_return_mean)"
-            )
+        _result_key("sweep.metric", self.metric)
         for key, value, allowed in (
             ("mode", self.mode, ("max", "min")),
             ("scheduler", self.scheduler, SWEEP_SCHEDULERS),
@@ -591,7 +612,7 @@ class SweepSection:
     @property
     def result_key(self) -> str:
         """The Tune result key of :attr:`metric`."""
-        return SWEEP_METRICS.get(self.metric, self.metric)
+        return _result_key("sweep.metric", self.metric)
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,10 @@ def log_run(
         tags=[RunTag(key, str(value)) for key, value in all_tags.items()],
     )
     for artifact in artifacts or []:
-        client.log_artifact(run_id, str(artifact))
+        if Path(artifact).is_dir():  # a folder keeps its name and layout
+            client.log_artifacts(run_id, str(artifact), artifact_path=Path(artifact).name)
+        else:
+            client.log_artifact(run_id, str(artifact))
     client.set_terminated(run_id)
     return run_id
 

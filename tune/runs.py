@@ -89,6 +89,9 @@ def make_tuner(
                 checkpoint_frequency=experiment.checkpoint.frequency,
                 num_to_keep=experiment.checkpoint.keep,
                 checkpoint_at_end=True,
+                # Keep the best by the declared score (None: the latest).
+                checkpoint_score_attribute=experiment.checkpoint.score_key,
+                checkpoint_score_order=experiment.checkpoint.order,
             ),
             failure_config=ray_tune.FailureConfig(max_failures=experiment.checkpoint.max_failures),
             callbacks=[MLflowTrialCallback(tracking_uri, experiment, parent_run_id=parent_run_id)],
@@ -132,8 +135,13 @@ def log_evaluation_runs(
     from tune.mlflow_tracking import experiment_tags, log_run
 
     tags = experiment_tags(experiment)
-    for policy, entry in table.items():
-        log_run(
+    # The learned summary row first: its run holds the artifacts (the policy among them),
+    # and every other run of the comparison links to it.
+    order = sorted(table, key=lambda policy: policy != info["learned"])
+    linked: dict[str, str] = {}
+    for policy in order:
+        entry = table[policy]
+        run_id = log_run(
             tracking_uri,
             experiment.experiment_name,
             f"eval-{policy}",
@@ -141,6 +149,7 @@ def log_evaluation_runs(
             metrics={**entry["metrics"], **ci_metrics(entry)},
             tags={
                 **tags,
+                **linked,
                 "policy": policy,
                 "policy_kind": entry.get("kind", "heuristic"),
                 "stage": "evaluation",
@@ -149,6 +158,9 @@ def log_evaluation_runs(
             },
             artifacts=artifacts if policy == info["learned"] else None,
         )
+        if policy == info["learned"] and any(Path(a).name == "policy" for a in artifacts or []):
+            linked = {"policy_artifacts": f"runs:/{run_id}/policy"}
+            client_tag(tracking_uri, run_id, "policy_artifacts", linked["policy_artifacts"])
 
 
 def checkpoint_folder(checkpoint: Any) -> str:
@@ -161,3 +173,10 @@ def checkpoint_folder(checkpoint: Any) -> str:
     if not target.is_dir():
         checkpoint.to_directory(str(target))
     return str(target)
+
+
+def client_tag(tracking_uri: str, run_id: str, key: str, value: str) -> None:
+    """Set one tag on a finished run."""
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient(tracking_uri=tracking_uri).set_tag(run_id, key, value)

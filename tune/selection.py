@@ -111,3 +111,32 @@ def choose_clone(experiment: ExperimentConfig, paths: list[str]) -> tuple[str, d
 def _finite(value: Any) -> float:
     """NaN (no job finished) ranks last."""
     return float("inf") if math.isnan(value) else float(value)
+
+
+def result_value(metrics: dict[str, Any], key: str) -> Any:
+    """A training result's value by Tune's ``a/b`` key (nested dicts or a flat key)."""
+    if key in metrics:
+        return metrics[key]
+    node: Any = metrics
+    for part in key.split("/"):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def best_scored_checkpoint(results: Any, key: str, order: str) -> tuple[Any, float]:
+    """Of every checkpoint the trials of ``results`` (a Tune ResultGrid) kept, the one
+    whose training result ``key`` is highest (``order`` max) or lowest (min), and that
+    value; the later checkpoint of equal scores. ValueError when no kept checkpoint
+    reported ``key``."""
+    scored = []
+    for result in results:
+        for checkpoint, metrics in result.best_checkpoints or []:
+            value = result_value(metrics or {}, key)
+            if isinstance(value, int | float) and math.isfinite(value):
+                iteration = int((metrics or {}).get("training_iteration", 0))
+                scored.append((float(value), iteration, checkpoint))
+    if not scored:
+        raise ValueError(f"no kept checkpoint reported {key!r}; nothing to rank by")
+    sign = 1.0 if order == "max" else -1.0
+    value, _, checkpoint = max(scored, key=lambda item: (sign * item[0], item[1]))
+    return checkpoint, value

@@ -159,7 +159,62 @@ def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path) -> None
         "evaluation.csv",
         "evaluation.json",
         "checkpoint.txt",
+        "policy",
     }
+    # The checkpoint evaluated is the kept one with the best declared score
+    # (checkpoint.score: episode_return_mean, max); both iterations' were kept.
+    [trial] = (tmp_path / "results" / "tiny").glob("PPO_*")
+    returns = [
+        json.loads(line)["env_runners"]["episode_return_mean"]
+        for line in (trial / "result.json").open()
+    ]
+    best_iteration = max(range(len(returns)), key=lambda i: (returns[i], i))
+    assert Path(payload["checkpoint"]).name == f"checkpoint_{best_iteration:06d}"
+    # Every evaluation run links the policy, which loads without Ray and acts as the
+    # checkpoint's module does.
+    policy_uri = f"runs:/{learned.info.run_id}/policy"
+    assert {run.data.tags["policy_artifacts"] for run in evaluation.values()} == {policy_uri}
+    assert_policy_matches_checkpoint(uri, policy_uri, Path(payload["checkpoint"]), tmp_path)
+
+
+def assert_policy_matches_checkpoint(
+    uri: str, policy_uri: str, checkpoint: Path, tmp_path: Path
+) -> None:
+    """The logged policy, loaded from MLflow with :func:`tune.policy_artifact.load_policy`,
+    gives the checkpoint's module's outputs on the same observation; Ray never starts."""
+    import mlflow
+    import numpy as np
+    import ray
+    import torch
+    import tree
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    from envs import make_env
+    from tune.experiment import load_config
+    from tune.policy_artifact import load_policy
+
+    folder = mlflow.artifacts.download_artifacts(
+        policy_uri, dst_path=str(tmp_path / "download"), tracking_uri=uri
+    )
+    modules = load_policy(folder)
+    assert list(modules) == ["shared"]
+    reference = RLModule.from_checkpoint(
+        str(checkpoint / "learner_group" / "learner" / "rl_module" / "shared")
+    )
+    experiment = load_config(TINY)
+    env = make_env(experiment.environment.name, **experiment.environment.config)
+    observations, _ = env.reset(seed=5)
+    batch = tree.map_structure(
+        lambda value: torch.as_tensor(np.asarray(value)[None]),
+        observations[env.possible_agents[0]],
+    )
+    with torch.no_grad():
+        loaded = modules["shared"].forward_inference({Columns.OBS: batch})
+        expected = reference.forward_inference({Columns.OBS: batch})
+    logits = loaded[Columns.ACTION_DIST_INPUTS]
+    assert torch.equal(logits, expected[Columns.ACTION_DIST_INPUTS])
+    assert not ray.is_initialized()
 
 
 @pytest.mark.integration

@@ -99,3 +99,46 @@ def test_nothing_to_select_is_an_error() -> None:
     empty = config_from_dict({"environment": {"config": ENV}})
     with pytest.raises(ValueError, match="validation_seeds is empty"):
         select(empty, [Candidate("x", "x", {"shared": "x"})])
+
+
+def test_the_best_scored_checkpoint_of_all_trials() -> None:
+    from types import SimpleNamespace
+
+    from tune.selection import best_scored_checkpoint
+
+    def trial(*kept: tuple[str, float, int]) -> SimpleNamespace:
+        return SimpleNamespace(
+            best_checkpoints=[
+                (label, {"env_runners": {"episode_return_mean": score}, "training_iteration": it})
+                for label, score, it in kept
+            ]
+        )
+
+    results = [
+        trial(("a/1", -3.0, 1), ("a/2", -1.5, 2)),
+        trial(("b/1", float("nan"), 1), ("b/2", -1.5, 3), ("b/3", -4.0, 4)),
+    ]
+    key = "env_runners/episode_return_mean"
+    # -1.5 twice: the later iteration (b/2, iteration 3) wins; NaN never does.
+    assert best_scored_checkpoint(results, key, "max") == ("b/2", -1.5)
+    assert best_scored_checkpoint(results, key, "min") == ("b/3", -4.0)
+    with pytest.raises(ValueError, match=r"no kept checkpoint reported 'env_runners/x'"):
+        best_scored_checkpoint(results, "env_runners/x", "max")
+
+
+def test_checkpoints_are_kept_by_the_declared_score(tmp_path: Path) -> None:
+    from tune.experiment import ConfigError
+    from tune.rllib_config import algorithm_config
+    from tune.runs import make_tuner
+
+    experiment = config_from_dict({"checkpoint": {"score": "episode_len_mean", "order": "min"}})
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tuner = make_tuner(experiment, algorithm_config(experiment), str(tmp_path), uri)
+    checkpoints = tuner._local_tuner._run_config.checkpoint_config
+    assert checkpoints.checkpoint_score_attribute == "env_runners/episode_len_mean"
+    assert checkpoints.checkpoint_score_order == "min"
+    assert config_from_dict({}).checkpoint.score_key is None  # the latest are kept
+    declared = config_from_dict({"checkpoint": {"score": "episode_return_mean"}})
+    assert declared.checkpoint.score_key == "env_runners/episode_return_mean"
+    with pytest.raises(ConfigError, match=r"checkpoint.score='reward'; allowed: episode_return"):
+        config_from_dict({"checkpoint": {"score": "reward"}})
