@@ -181,11 +181,16 @@ def test_training_logs_everything_to_the_postgres_backed_server(data_root: Path)
             "evaluation.csv",
             "evaluation.json",
             "checkpoint.txt",
+            "policy",  # the evaluated policy's module (a folder)
         }
         # The artifacts are files of the server's artifact store, byte for byte what the
         # client downloads; the runs and metrics are rows of PostgreSQL's tables.
-        stored = {path.name: path for path in (data_dir / "artifacts").rglob("*") if path.is_file()}
+        [run_folder] = [
+            path for path in (data_dir / "artifacts").rglob(learned.info.run_id) if path.is_dir()
+        ]
+        stored = {path.name: path for path in (run_folder / "artifacts").iterdir()}
         assert set(stored) == artifacts
+        assert stored["policy"].is_dir() and any(stored["policy"].rglob("*.pkl"))
         downloaded = Path(client.download_artifacts(learned.info.run_id, "checkpoint.txt"))
         assert stored["checkpoint.txt"].read_bytes() == downloaded.read_bytes()
         assert downloaded.read_text().strip() == payload["checkpoint"]
