@@ -401,7 +401,10 @@ class WarmStartSection:
     teacher the heuristic improved by rollouts at its hold decisions
     (:mod:`envs.pod.rollouts`: where the plan would spread a job that fits in one server,
     the rest of the episode is simulated as planned and with the job held back, and the
-    better is played); None (default) clones the heuristic itself.
+    better is played); None (default) clones the heuristic itself. ``decision_weight``
+    weighs the rows whose action the rollouts decided in the clone's loss (the others
+    weigh 1): a few dozen an episode among thousands of advised ones, they carry what the
+    clone must learn beyond the advice.
     """
 
     heuristic: str = "fifo+packing"
@@ -417,6 +420,7 @@ class WarmStartSection:
     confidence: float = 1.0
     explore: str = "legal"
     improve: str | None = None
+    decision_weight: float = 1.0
     seeds_from: int = 100_000
     seed: int = 0
 
@@ -459,6 +463,9 @@ class WarmStartSection:
             raise ConfigError(
                 f"warm_start.explore={self.explore!r}; allowed: {', '.join(EXPLORE_TARGETS)}"
             )
+        weight = self.decision_weight
+        if isinstance(weight, bool) or not (isinstance(weight, int | float) and weight > 0):
+            raise ConfigError(f"warm_start.decision_weight must be a number > 0, got {weight!r}")
         for key in ("value_weight", "anchor"):
             value = getattr(self, key)
             if isinstance(value, bool) or not (isinstance(value, int | float) and value >= 0):

@@ -42,13 +42,16 @@ class Trajectories:
 
     ``observations``: key -> array ``[N, ...]`` (the environment's dtypes); ``actions``:
     the heuristic's action ``[N]``; ``returns``: the agent's discounted return from that
-    step ``[N]``; ``episodes``: the seed of the episode each row comes from ``[N]``.
+    step ``[N]``; ``episodes``: the seed of the episode each row comes from ``[N]``;
+    ``decided``: whether rollouts decided the row's action (an improved teacher's hold
+    candidates, held or not; all False for a plain heuristic) ``[N]``.
     """
 
     observations: dict[str, np.ndarray]
     actions: np.ndarray
     returns: np.ndarray
     episodes: np.ndarray
+    decided: np.ndarray
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -84,6 +87,8 @@ class ImitationReport:
     return_scale: float
     departures: int = 0
     departure_accuracy: float | None = None  # None without departures
+    decided: int = 0
+    decided_accuracy: float | None = None  # None without rows rollouts decided
 
     def summary(self) -> str:
         """One line for logs."""
@@ -93,6 +98,12 @@ class ImitationReport:
             f"random legal action {self.random_accuracy:.3f}); cross-entropy "
             f"{self.heldout_actor_loss:.4f}, critic MSE {self.heldout_critic_loss:.4f} "
             f"(in units of the return std {self.return_scale:.2f})"
+            + (
+                f"; {self.decided_accuracy:.3f} on the {self.decided} held-out choices "
+                "rollouts decided"
+                if self.decided
+                else ""
+            )
             + (
                 f"; {self.departure_accuracy:.3f} on the {self.departures} held-out choices "
                 "where the teacher departs from the advice"
@@ -153,6 +164,7 @@ def record_trajectories(
         actions=np.concatenate([episode.actions for episode in episodes]),
         returns=np.concatenate([episode.returns for episode in episodes]),
         episodes=np.concatenate([episode.episodes for episode in episodes]),
+        decided=np.concatenate([episode.decided for episode in episodes]),
     )
 
 
@@ -181,9 +193,12 @@ def record_episode(
     steps: list[list[tuple[str, dict[str, np.ndarray], int]]] = []
     rewards: list[list[float]] = []
     infos: dict[str, dict[str, Any]] = {}
+    decided: list[bool] = []
     while env.agents:
         chosen = driver.actions()
         steps.append([(agent, observations[agent], chosen[agent]) for agent in chosen])
+        by_rollouts = driver.decided if isinstance(driver, HoldImprovedPolicy) else ()
+        decided.extend(agent in by_rollouts for agent in chosen)
         observations, reward, _, _, infos = env.step(chosen)
         rewards.append([float(reward[agent]) for agent in env.possible_agents])
     # With per-job credit PPO learns from the re-attributed rewards; so does the critic.
@@ -210,6 +225,7 @@ def record_episode(
             np.float64,
         ),
         episodes=np.full(len(rows), seed, dtype=np.int64),
+        decided=np.asarray(decided, dtype=bool),
     )
 
 
@@ -238,6 +254,7 @@ def masked_cross_entropy(
     action_mask: Any,
     confidence: float = 1.0,
     explore: str = "legal",
+    weights: Any = None,
 ) -> tuple[Any, Any]:
     """Mean cross-entropy of ``logits`` [B, A] (already masked) against ``actions`` [B]
     over the rows with more than one legal action, and that row selection [B] (bool).
@@ -249,7 +266,7 @@ def masked_cross_entropy(
     teacher's choice, for PPO to explore): "legal", shared evenly by the row's other legal
     actions; "wait", all on the wait action (the last one), on rows where it is legal and
     not the teacher's (the others keep the whole target on the teacher's action). Masked
-    actions always get 0.
+    actions always get 0. ``weights`` [B] (default all 1) make the mean a weighted one.
     """
     import torch
 
@@ -259,19 +276,24 @@ def masked_cross_entropy(
     log_probabilities = torch.log_softmax(logits[informative], dim=-1)
     taught = actions[informative]
     chosen = log_probabilities.gather(-1, taught.unsqueeze(-1)).squeeze(-1)
-    if confidence >= 1.0:
-        return -chosen.mean(), informative
     legal = (action_mask[informative] > 0).float()
-    if explore == "wait":
+    if confidence >= 1.0:
+        target = chosen
+    elif explore == "wait":
         wait = logits.shape[-1] - 1
         held = (legal[:, wait] > 0) & (taught != wait)
         # Where waiting is no alternative the teacher's action takes the whole target.
         alternative = torch.where(held, log_probabilities[:, wait], chosen)
-        return -(confidence * chosen + (1.0 - confidence) * alternative).mean(), informative
-    others = legal.scatter(-1, taught.unsqueeze(-1), 0.0)
-    # Legal log-probabilities only: a masked action's is about the float minimum.
-    spread = (others * log_probabilities).sum(-1) / others.sum(-1)
-    return -(confidence * chosen + (1.0 - confidence) * spread).mean(), informative
+        target = confidence * chosen + (1.0 - confidence) * alternative
+    else:
+        others = legal.scatter(-1, taught.unsqueeze(-1), 0.0)
+        # Legal log-probabilities only: a masked action's is about the float minimum.
+        spread = (others * log_probabilities).sum(-1) / others.sum(-1)
+        target = confidence * chosen + (1.0 - confidence) * spread
+    if weights is None:
+        return -target.mean(), informative
+    kept = weights[informative].to(target.dtype)
+    return -(kept * target).sum() / kept.sum(), informative
 
 
 def _batch(trajectories: Trajectories, rows: np.ndarray) -> dict[str, Any]:
@@ -287,9 +309,11 @@ def _losses(
     scale: float,
     confidence: float = 1.0,
     explore: str = "legal",
+    decision_weight: float = 1.0,
 ) -> tuple[Any, Any, np.ndarray, np.ndarray]:
-    """Actor and critic losses on ``rows``, the argmax action of each row and which rows
-    had a choice."""
+    """Actor and critic losses on ``rows`` (the rows rollouts decided weighing
+    ``decision_weight`` in the actor's, the others 1), the argmax action of each row and
+    which rows had a choice."""
     import torch
     from ray.rllib.core.columns import Columns
 
@@ -297,8 +321,13 @@ def _losses(
     out = module.forward_train({Columns.OBS: obs})
     logits = out[Columns.ACTION_DIST_INPUTS]
     actions = torch.as_tensor(trajectories.actions[rows])
+    weights = None
+    if decision_weight != 1.0:
+        weights = torch.as_tensor(
+            np.where(trajectories.decided[rows], decision_weight, 1.0), dtype=logits.dtype
+        )
     actor, informative = masked_cross_entropy(
-        logits, actions, obs["action_mask"], confidence, explore
+        logits, actions, obs["action_mask"], confidence, explore, weights
     )
     values = module.compute_values({Columns.OBS: obs}, out.get(Columns.EMBEDDINGS))
     targets = torch.as_tensor(trajectories.returns[rows], dtype=values.dtype)
@@ -337,6 +366,7 @@ def evaluate_imitation(
             predicted[rows] = argmax
     hits = predicted == trajectories.actions
     choices, departed = trajectories.informative, departures(trajectories)
+    decided = trajectories.decided & choices
     return {
         "actor_loss": actor_sum / max(int(choices.sum()), 1),
         "critic_loss": critic_sum / len(trajectories),
@@ -344,6 +374,8 @@ def evaluate_imitation(
         "informative": float(choices.sum()),
         "departure_accuracy": float(hits[departed].mean()) if departed.any() else None,
         "departures": float(departed.sum()),
+        "decided_accuracy": float(hits[decided].mean()) if decided.any() else None,
+        "decided": float(decided.sum()),
     }
 
 
@@ -395,6 +427,7 @@ def pretrain(
     lr_schedule: str = "constant",
     confidence: float = 1.0,
     explore: str = "legal",
+    decision_weight: float = 1.0,
     log: Callable[[str], None] | None = None,
 ) -> ImitationReport:
     """Fit ``module`` to ``train`` (Adam, shuffled minibatches, ``epochs`` passes, the
@@ -421,7 +454,9 @@ def pretrain(
         order = order_rng.permutation(len(train))
         for start in range(0, len(order), minibatch_size):
             rows = np.sort(order[start : start + minibatch_size])
-            actor, critic, _, _ = _losses(module, train, rows, scale, confidence, explore)
+            actor, critic, _, _ = _losses(
+                module, train, rows, scale, confidence, explore, decision_weight
+            )
             loss = actor + value_weight * critic
             optimizer.zero_grad()
             loss.backward()
@@ -454,6 +489,8 @@ def pretrain(
         return_scale=scale,
         departures=int(on_heldout["departures"]),
         departure_accuracy=on_heldout["departure_accuracy"],
+        decided=int(on_heldout["decided"]),
+        decided_accuracy=on_heldout["decided_accuracy"],
     )
 
 
@@ -519,6 +556,7 @@ def warm_start_clones(
             lr_schedule=settings.lr_schedule,
             confidence=settings.confidence,
             explore=settings.explore,
+            decision_weight=settings.decision_weight,
             minibatch_size=settings.minibatch_size,
             value_weight=settings.value_weight,
             seed=seed,

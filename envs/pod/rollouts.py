@@ -53,6 +53,7 @@ class HoldImprovedPolicy:
         self.max_hold_rounds = max_hold_rounds
         self.candidates = 0  # hold candidates met so far
         self.holds = 0  # of which held
+        self.decided: list[str] = []  # agents whose action of the last step rollouts chose
 
     def actions(self) -> dict[str, int]:
         """Every live agent's action: the plan's, or wait where holding pays."""
@@ -60,8 +61,10 @@ class HoldImprovedPolicy:
         actions = base.actions()
         wait = env.builder.num_actions - 1
         planned_cost: float | None = None
+        self.decided = []
         for agent, job in hold_candidates(env, base, actions):
             self.candidates += 1
+            self.decided.append(agent)
             if planned_cost is None:
                 planned_cost = continuation_cost(env, base, actions)
             held = {**actions, agent: wait}

@@ -102,6 +102,24 @@ def test_an_improved_teacher_is_recorded_with_its_departures_from_the_advice() -
     wait = recorded.observations["action_mask"].shape[1] - 1
     assert departed.sum() == teacher.holds > 0
     assert (recorded.actions[departed] == wait).all()
+    # The rows the rollouts decided: every hold candidate, held or not.
+    assert recorded.decided.sum() == teacher.candidates >= teacher.holds
+    assert recorded.decided[departed].all()
+
+
+def test_weights_make_the_cross_entropy_a_weighted_mean() -> None:
+    # Rows 0 and 2 have a choice, row 1 can only wait: its weight does not matter.
+    mask = torch.tensor([[1, 1, 0], [0, 0, 1], [1, 0, 1]], dtype=torch.int8)
+    logits = torch.tensor([[0.2, 1.0, -1e9], [-1e9, -1e9, 0.0], [1.5, -1e9, 0.5]])
+    actions = torch.tensor([0, 2, 2])
+    weights = torch.tensor([1.0, 7.0, 3.0])
+    loss, _ = masked_cross_entropy(logits, actions, mask, weights=weights)
+    log_p = torch.log_softmax(logits, -1)
+    expected = -(1.0 * log_p[0, 0] + 3.0 * log_p[2, 2]) / 4.0
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    unweighted = masked_cross_entropy(logits, actions, mask)[0]
+    ones = masked_cross_entropy(logits, actions, mask, weights=torch.ones(3))[0]
+    assert ones.item() == pytest.approx(unweighted.item(), rel=1e-6)
 
 
 def test_discounted_returns_per_agent() -> None:
@@ -294,6 +312,10 @@ def test_the_saved_module_loads_into_the_algorithm(ray_local, tmp_path: Path) ->
         (
             {"warm_start": {"improve": "forward"}},
             r"warm_start.improve='forward'; allowed: hold or null",
+        ),
+        (
+            {"warm_start": {"decision_weight": 0}},
+            r"warm_start.decision_weight must be a number > 0, got 0",
         ),
         (
             {"warm_start": {"explore": "forward"}},
