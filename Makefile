@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 # torch_geometric writes generated modules into TMPDIR and never deletes them (see notes).
 SCRATCH := $(CURDIR)/.scratch
 
-.PHONY: demo test lint bench install clean
+.PHONY: demo test e2e lint bench install clean
 
 install: $(STAMP)
 
@@ -25,6 +25,11 @@ test: $(STAMP)
 	@mkdir -p $(SCRATCH)
 	TMPDIR=$(SCRATCH) $(PY) -m pytest -q --durations=15
 	$(PY) -m ruff check .
+
+# The MLflow UI checked in headless Chromium (e2e/test_mlflow_ui.py); not part of `make test`.
+e2e: $(STAMP)
+	@mkdir -p $(SCRATCH)
+	TMPDIR=$(SCRATCH) $(PY) -m pytest -q -s e2e/
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

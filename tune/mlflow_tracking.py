@@ -295,7 +295,8 @@ class MLflowTrialCallback(ray_tune.Callback):
             "policy_kind": "learned",
             "trial_id": trial_id,
             "seed": str(seed),
-            "mlflow.runName": f"{self.experiment.name}-{trial_id}",
+            # What the MLflow UI lists: the stage, the seed and which trial.
+            "mlflow.runName": f"{self.experiment.name}-train-seed{seed}-{trial_id}",
         }
         if self.parent_run_id:
             tags["mlflow.parentRunId"] = self.parent_run_id

@@ -119,6 +119,14 @@ def restore_tuner(
     )
 
 
+def evaluation_run_name(policy: str, seeds: list[int]) -> str:
+    """``eval-<policy>-seed<s>`` or ``eval-<policy>-seeds<first>-<last>``: the policy and
+    the held-out seeds, as the MLflow UI lists runs."""
+    if len(seeds) == 1:
+        return f"eval-{policy}-seed{seeds[0]}"
+    return f"eval-{policy}-seeds{seeds[0]}-{seeds[-1]}"
+
+
 def log_evaluation_runs(
     experiment: ExperimentConfig,
     tracking_uri: str,
@@ -127,10 +135,11 @@ def log_evaluation_runs(
     params: dict[str, str],
     artifacts: list[Path] | None = None,
 ) -> None:
-    """One MLflow run ``eval-<policy>`` per row of ``table`` (:mod:`tune.evaluation`): its
-    means and ``<metric>_ci95`` half-widths, ``params`` plus the policy, tags saying its
-    kind, whether it is the best heuristic or the learned summary row of ``info``
-    (:func:`tune.evaluation.summary`); ``artifacts`` go on the learned summary row."""
+    """One MLflow run (:func:`evaluation_run_name`) per row of ``table``
+    (:mod:`tune.evaluation`): its means and ``<metric>_ci95`` half-widths, ``params`` plus
+    the policy, tags saying its kind, whether it is the best heuristic or the learned
+    summary row of ``info`` (:func:`tune.evaluation.summary`); ``artifacts`` (the policy
+    among them) go on the learned summary row, which every other run links to."""
     from tune.evaluation import ci_metrics
     from tune.mlflow_tracking import experiment_tags, log_run
 
@@ -144,7 +153,7 @@ def log_evaluation_runs(
         run_id = log_run(
             tracking_uri,
             experiment.experiment_name,
-            f"eval-{policy}",
+            evaluation_run_name(policy, experiment.evaluation.seeds),
             params={"policy": policy, **params},
             metrics={**entry["metrics"], **ci_metrics(entry)},
             tags={

@@ -49,3 +49,17 @@ def test_a_resumed_trial_finds_its_run_without_the_saved_state(tmp_path) -> None
     second.on_trial_start(0, [], other)
     runs = MlflowClient(uri).search_runs([experiment_id(uri, "resumed")])
     assert sorted(run.data.tags["trial_id"] for run in runs) == ["ab12c_00000", "ab12c_00001"]
+    # Named by stage, seed and trial: what the MLflow UI lists.
+    assert sorted(run.data.tags["mlflow.runName"] for run in runs) == [
+        "resumed-train-seed0-ab12c_00000",
+        "resumed-train-seed1-ab12c_00001",
+    ]
+
+
+def test_run_names_say_the_policy_and_the_seeds() -> None:
+    from tune.runs import evaluation_run_name
+
+    assert evaluation_run_name("learned-greedy", [1000, 1001, 1002]) == (
+        "eval-learned-greedy-seeds1000-1002"
+    )
+    assert evaluation_run_name("fifo+packing", [7]) == "eval-fifo+packing-seed7"
