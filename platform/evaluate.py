@@ -21,7 +21,8 @@ each row's difference to it, or with ``--json`` one object ``{"policies": {name:
 mean}}, "evaluation": {name: {kind, metrics, ci95, seeds, per_seed}}, "summary": {...}}``;
 with ``--mlflow`` each policy is also logged as a run of the config's MLflow experiment
 (means and ``<metric>_ci95``). Without ``--checkpoint`` only heuristics are evaluated. Bad
-arguments print one line on stderr and exit with status 2.
+arguments and bad configs (nested keys included, :mod:`tune.preflight`) print one line on
+stderr and exit with status 2 before Ray starts.
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         overrides.append(f"evaluation.seeds=[{args.seeds}]")
     try:
         experiment = load_config(args.config, overrides)
+        from tune.preflight import check_experiment
+
+        check_experiment(experiment)  # nested keys, model/env fit: before Ray, one line
         modules = None
         if args.checkpoint is not None:
             from tune.evaluation import module_paths

@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -379,13 +380,8 @@ def test_ctrl_c_ends_the_run_killed_and_evaluates_nothing(tmp_path: Path) -> Non
     )
     [run] = runs_of(uri, "tiny")  # the training run only: nothing was evaluated
     assert run.info.status == "KILLED"
-    # --resume goes on in the same run, RUNNING again, and ends it FINISHED.
-    resumed = run_program("platform/train.py", *args, "--resume", "--skip-evaluation", "--json")
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    [run] = runs_of(uri, "tiny")
-    assert run.info.status == "FINISHED"
-    steps = client(uri).get_metric_history(run.info.run_id, "episode_return_mean")
-    assert sorted(metric.step for metric in steps) == [1, 2, 3]
+    # (A resumed run RUNNING again, then FINISHED: tests/tune/test_mlflow_tracking.py;
+    # resuming without duplicate steps: test_resume_after_killing_the_driver.)
 
 
 def sweep_runs(uri: str, experiment: str, parent_id: str) -> tuple[list, list]:
@@ -491,20 +487,73 @@ def start_mlflow_server(tmp_path: Path, port: int) -> subprocess.Popen:
             time.sleep(0.5)
 
 
-def stop_mlflow_server(server: subprocess.Popen) -> None:
+def stop_mlflow_server(server: subprocess.Popen, how: int = signal.SIGTERM) -> None:
     """Stop a server started by :func:`start_mlflow_server` (its whole process group)."""
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(server.pid, signal.SIGTERM)
+        os.killpg(server.pid, how)
     server.wait(timeout=30)
+
+
+class Gate:
+    """A TCP relay on 127.0.0.1:``port`` to a real server on ``upstream``: :meth:`close`
+    drops every connection and refuses new ones (an outage, as clients see it), :meth:`open`
+    accepts again on the same port -- without restarting the server behind it."""
+
+    def __init__(self, port: int, upstream: int) -> None:
+        self.port, self.upstream = port, upstream
+        self.listener: socket.socket | None = None
+        self.connections: list[socket.socket] = []
+
+    def open(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(16)
+        self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def close(self) -> None:
+        if self.listener is not None:
+            # shutdown wakes the thread blocked in accept(); close alone would not.
+            with contextlib.suppress(OSError):
+                self.listener.shutdown(socket.SHUT_RDWR)
+            self.listener.close()
+            self.listener = None
+        for connection in self.connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+            connection.close()
+        self.connections.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client_side, _ = listener.accept()
+            except OSError:  # closed: the outage
+                return
+            server_side = socket.create_connection(("127.0.0.1", self.upstream))
+            self.connections += [client_side, server_side]
+            for source, target in ((client_side, server_side), (server_side, client_side)):
+                threading.Thread(target=self._pipe, args=(source, target), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, target: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                target.sendall(data)
+        with contextlib.suppress(OSError):
+            target.shutdown(socket.SHUT_WR)
 
 
 @pytest.mark.integration
 def test_training_rides_out_an_mlflow_outage(tmp_path: Path) -> None:
-    port = free_port()
+    server_port, port = free_port(), free_port()
+    server = start_mlflow_server(tmp_path, server_port)
+    gate = Gate(port, server_port)  # training reaches the real server through it
+    gate.open()
     uri = f"http://127.0.0.1:{port}"
     storage = tmp_path / "results"
-    server = start_mlflow_server(tmp_path, port)
-    args = ["--config", str(TINY), "--storage", str(storage), "--stop-iters", "3"]
+    args = ["--config", str(TINY), "--storage", str(storage), "--stop-iters", "4"]
     args += ["--skip-evaluation", "--json", "--set", f"tracking.tracking_uri={uri}"]
     # Files, not pipes: nobody reads a pipe while the test waits, and a full one blocks.
     out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
@@ -525,12 +574,15 @@ def test_training_rides_out_an_mlflow_outage(tmp_path: Path) -> None:
         deadline = time.monotonic() + 300
         while iterations_done() < 1:
             assert driver.poll() is None and time.monotonic() < deadline, "no first iteration"
-            time.sleep(0.5)
-        stop_mlflow_server(server)  # the outage: iteration 2 goes on without MLflow
-        while iterations_done() < 2:
+            time.sleep(0.2)
+        gate.close()  # the outage: the next two iterations go on without MLflow
+        before = iterations_done()
+        assert before < 3, "training finished before MLflow went down; nothing was tested"
+        # Two: the first one's request (and MLflow's own retry) surely met the outage.
+        while iterations_done() < before + 2:
             assert driver.poll() is None and time.monotonic() < deadline, "training stopped"
-            time.sleep(0.5)
-        server = start_mlflow_server(tmp_path, port)
+            time.sleep(0.2)
+        gate.open()
         driver.wait(timeout=600)
     finally:
         if driver.poll() is None:
@@ -544,8 +596,9 @@ def test_training_rides_out_an_mlflow_outage(tmp_path: Path) -> None:
         [run] = runs_of(uri, "tiny")
         assert run.info.status == "FINISHED"
         steps = client(uri).get_metric_history(run.info.run_id, "episode_return_mean")
-        assert sorted(metric.step for metric in steps) == [1, 2, 3]
+        assert sorted(metric.step for metric in steps) == [1, 2, 3, 4]
     finally:
+        gate.close()
         stop_mlflow_server(server)
 
 
@@ -682,3 +735,18 @@ def _children(process) -> list:
         return process.children(recursive=True)
     except psutil.NoSuchProcess:
         return []
+
+
+def test_evaluate_checks_the_config_before_ray(tmp_path: Path) -> None:
+    ray_tmp = tmp_path / "ray"
+    result = run_program(
+        "platform/evaluate.py",
+        *("--config", str(TINY), "--set", "model.config.inner_layrs=2", "--json"),
+        env={"RAY_TMPDIR": str(ray_tmp), "RAY_ADDRESS": ""},
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith(
+        "evaluate.py: error: model.config (pod_gnn): unknown GNNModelConfig key(s) inner_layrs; "
+        "allowed: hidden, inner_layers,"
+    )
+    assert result.stderr.count("\n") == 1 and not ray_tmp.exists()

@@ -59,4 +59,5 @@ def test_deeprm_training_ends_with_the_papers_baselines_side_by_side(tmp_path: P
         "evaluation.csv",
         "evaluation.json",
         "checkpoint.txt",
+        "policy",  # the evaluated module, loadable without Ray (tune/policy_artifact.py)
     }

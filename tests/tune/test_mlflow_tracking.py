@@ -49,6 +49,18 @@ def test_a_resumed_trial_finds_its_run_without_the_saved_state(tmp_path) -> None
     second.on_trial_start(0, [], other)
     runs = MlflowClient(uri).search_runs([experiment_id(uri, "resumed")])
     assert sorted(run.data.tags["trial_id"] for run in runs) == ["ab12c_00000", "ab12c_00001"]
+    # An experiment that ends with its trials unfinished (Ctrl-C) leaves their runs KILLED;
+    # a resumed driver sets them RUNNING again, and a completed trial ends FINISHED.
+    client = MlflowClient(uri)
+    paused = SimpleNamespace(**vars(trial), status="PAUSED")
+    second.on_experiment_end([paused, SimpleNamespace(**vars(other), status="PAUSED")])
+    assert client.get_run(first.run_ids[trial.trial_id]).info.status == "KILLED"
+    third = MLflowTrialCallback(uri, experiment)
+    third.set_state(second.get_state())
+    third.on_trial_start(0, [], trial)
+    assert client.get_run(third.run_ids[trial.trial_id]).info.status == "RUNNING"
+    third.on_trial_complete(0, [], trial)
+    assert client.get_run(third.run_ids[trial.trial_id]).info.status == "FINISHED"
     # Named by stage, seed and trial: what the MLflow UI lists.
     assert sorted(run.data.tags["mlflow.runName"] for run in runs) == [
         "resumed-train-seed0-ab12c_00000",
