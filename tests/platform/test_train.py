@@ -185,7 +185,6 @@ def assert_policy_matches_checkpoint(
     gives the checkpoint's module's outputs on the same observation; Ray never starts."""
     import mlflow
     import numpy as np
-    import ray
     import torch
     import tree
     from ray.rllib.core.columns import Columns
@@ -215,7 +214,13 @@ def assert_policy_matches_checkpoint(
         expected = reference.forward_inference({Columns.OBS: batch})
     logits = loaded[Columns.ACTION_DIST_INPUTS]
     assert torch.equal(logits, expected[Columns.ACTION_DIST_INPUTS])
-    assert not ray.is_initialized()
+    # In a fresh process (this one may hold the suite's Ray), loading starts no Ray.
+    check = (
+        "import ray; from tune.policy_artifact import load_policy; "
+        f"load_policy({folder!r}); assert not ray.is_initialized()"
+    )
+    fresh = subprocess.run([PYTHON, "-c", check], capture_output=True, text=True, cwd=ROOT)
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
 
 
 @pytest.mark.integration
