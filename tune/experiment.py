@@ -513,6 +513,8 @@ SCHEDULER_SETTINGS: dict[str, tuple[str, ...]] = {
 }
 #: The config sections a sweep may vary (dotted key prefixes).
 SWEEPABLE = ("algorithm.", "model.config.", "environment.config.")
+
+
 @dataclass(frozen=True)
 class SweepSection:
     """A Ray Tune sweep (``tune/sweep.py``): ``space`` maps dotted config keys (under
