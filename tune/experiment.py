@@ -793,15 +793,22 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
             # YAML 1.1 reads 1e-4 (no dot) as a string; users mean the number.
             with contextlib.suppress(ValueError):
                 value = float(value)
-        node = result
-        parts = key.split(".")
-        for part in parts[:-1]:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ConfigError(f"--set {key}: {part} is not a section")
-            node = child
-        node[parts[-1]] = value
+        set_dotted(result, key, value, f"--set {key}")
     return result
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any, label: str) -> None:
+    """Set the dotted ``key`` of the nested dict ``data`` to ``value`` in place, making
+    missing sections; ConfigError ``"<label>: <part> is not a section"`` when a part on
+    the way is a value."""
+    node = data
+    parts = key.split(".")
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{label}: {part} is not a section")
+        node = child
+    node[parts[-1]] = value
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> ExperimentConfig:

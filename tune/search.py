@@ -25,7 +25,9 @@ from tune.experiment import (
     ExperimentConfig,
     SweepSection,
     config_from_dict,
+    set_dotted,
 )
+from tune.selection import result_value
 
 #: AlgorithmSection fields under the names RLlib's config dict uses.
 RLLIB_NAMES = {"lambda_": "lambda"}
@@ -67,14 +69,7 @@ def probe_values(spec: dict[str, Any]) -> list[Any]:
 def _with_value(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
     """A copy of the config ``data`` with the dotted ``key`` set to ``value``."""
     result = json.loads(json.dumps(data, default=str))
-    node = result
-    parts = key.split(".")
-    for part in parts[:-1]:
-        child = node.setdefault(part, {})
-        if not isinstance(child, dict):
-            raise ConfigError(f"sweep.space.{key}: {part} is not a section")
-        node = child
-    node[parts[-1]] = value
+    set_dotted(result, key, value, f"sweep.space.{key}")
     return result
 
 
@@ -315,7 +310,7 @@ def run_sweep(
                 "trial": Path(result.path).name if result.path else "?",
                 "params": swept_params(result.config or {}, experiment),
                 "training_iteration": metrics.get("training_iteration"),
-                "metric": _lookup(metrics, sweep.result_key),
+                "metric": result_value(metrics, sweep.result_key),
                 "error": str(result.error) if result.error else None,
             }
         )
@@ -325,7 +320,7 @@ def run_sweep(
         client.log_metric(
             parent_id,
             f"best_{sweep.metric.replace('/', '_')}",
-            _lookup(best.metrics, sweep.result_key),
+            result_value(best.metrics, sweep.result_key),
         )
     interrupted = any(
         result.error is None and not (result.metrics or {}).get("done") for result in results
@@ -343,13 +338,3 @@ def run_sweep(
         "tracking_uri": tracking_uri,
         "parent_run_id": parent_id,
     }
-
-
-def _lookup(metrics: dict[str, Any], key: str) -> Any:
-    """A result value by its ``a/b`` key (nested dicts or a flat key)."""
-    if key in metrics:
-        return metrics[key]
-    node: Any = metrics
-    for part in key.split("/"):
-        node = node.get(part) if isinstance(node, dict) else None
-    return node

@@ -85,6 +85,7 @@ def hold_candidates(
         return []
     wait = env.builder.num_actions - 1
     cluster, sim = env.cluster, env.sim
+    largest = largest_server_gpus(env)
     found = []
     for index, agent in enumerate(env.possible_agents):
         action = actions.get(agent)
@@ -97,7 +98,7 @@ def hold_candidates(
         if len(np.unique(cluster.group_server[groups])) < 2:
             continue
         task_gpus, _ = sim.task_demands(head.job, len(groups) - int(sim.num_ps[head.job]))
-        if float(np.sum(task_gpus)) <= largest_server_gpus(env):
+        if float(np.sum(task_gpus)) <= largest:
             found.append((agent, head.job))
     return found
 

@@ -178,9 +178,11 @@ def diurnal_counts(
     def block() -> np.ndarray:
         nonlocal drawn
         size = max(16, math.ceil(jobs / (rate * schedulers)) + 4)
-        means = diurnal_rates(drawn + size, rate, period=period, amplitude=amplitude, phase=phase)
+        # This block's intervals only: the cycle continues where the last block ended.
+        start = phase + drawn / period
+        means = diurnal_rates(size, rate, period=period, amplitude=amplitude, phase=start)
         drawn += size
-        return rng.poisson(np.repeat(means[-size:, None], schedulers, axis=1))
+        return rng.poisson(np.repeat(means[:, None], schedulers, axis=1))
 
     return _draw_until(jobs, block, schedulers)
 
