@@ -59,6 +59,22 @@ def data_root() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def mlflow_database(port: int, password: str) -> Iterator[Any]:
+    """A cursor on the team server's PostgreSQL database ``mlflow`` as user ``mlflow``."""
+    import psycopg2
+
+    with (
+        contextlib.closing(
+            psycopg2.connect(
+                host="127.0.0.1", port=port, user="mlflow", password=password, dbname="mlflow"
+            )
+        ) as connection,
+        connection.cursor() as cursor,
+    ):
+        yield cursor
+
+
 def test_bad_arguments_fail_with_one_line(tmp_path: Path) -> None:
     program = team_mlflow()
     defaults = program.build_parser().parse_args(["serve", "--data-dir", str(tmp_path)])
@@ -96,7 +112,6 @@ def test_bad_arguments_fail_with_one_line(tmp_path: Path) -> None:
 
 @pytest.mark.integration
 def test_training_logs_everything_to_the_postgres_backed_server(data_root: Path) -> None:
-    import psycopg2
     from mlflow.tracking import MlflowClient
 
     port, db_port = free_port(), free_port()
@@ -124,18 +139,7 @@ def test_training_logs_everything_to_the_postgres_backed_server(data_root: Path)
         # Bound to loopback only: PostgreSQL's configuration as it runs.
         password = (data_dir / "pgpass").read_text().strip().rsplit(":", 1)[1]
         assert oct((data_dir / "pgpass").stat().st_mode & 0o777) == "0o600"
-        with (
-            contextlib.closing(
-                psycopg2.connect(
-                    host="127.0.0.1",
-                    port=db_port,
-                    user="mlflow",
-                    password=password,
-                    dbname="mlflow",
-                )
-            ) as connection,
-            connection.cursor() as cursor,
-        ):
+        with mlflow_database(db_port, password) as cursor:
             cursor.execute("SHOW listen_addresses")
             assert cursor.fetchone() == ("127.0.0.1",)
         uri = f"http://127.0.0.1:{port}"
@@ -194,18 +198,7 @@ def test_training_logs_everything_to_the_postgres_backed_server(data_root: Path)
         downloaded = Path(client.download_artifacts(learned.info.run_id, "checkpoint.txt"))
         assert stored["checkpoint.txt"].read_bytes() == downloaded.read_bytes()
         assert downloaded.read_text().strip() == payload["checkpoint"]
-        with (
-            contextlib.closing(
-                psycopg2.connect(
-                    host="127.0.0.1",
-                    port=db_port,
-                    user="mlflow",
-                    password=password,
-                    dbname="mlflow",
-                )
-            ) as connection,
-            connection.cursor() as cursor,
-        ):
+        with mlflow_database(db_port, password) as cursor:
             cursor.execute(
                 "SELECT run_uuid, status FROM runs WHERE experiment_id = %s",
                 (int(experiment.experiment_id),),
