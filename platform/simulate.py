@@ -69,11 +69,13 @@ from envs.schedulers.preemption import (
 )
 from envs.sim import (
     DEFAULT_PERF,
+    INTERFERENCE_PRESETS,
     LINK_SHARING,
     PERF_MODELS,
     SimulationResult,
     Simulator,
     SimulatorConfig,
+    interference_coefficients,
     perf_switches,
 )
 from envs.sim.engine import DEFAULT_MAX_CONTENTION
@@ -443,6 +445,7 @@ def command_run(args: argparse.Namespace) -> int:
         link_sharing=args.link_sharing,
         restart_cost_s=args.restart_cost,
         max_contention=args.max_contention,
+        coefficients=interference_coefficients(args.interference_coefficients),
         **perf_switches(args.perf)._asdict(),
     )
     results: list[SimulationResult] = []
@@ -464,6 +467,7 @@ def command_run(args: argparse.Namespace) -> int:
             "jobs": len(workload),
             "perf": args.perf,
             "max_contention": args.max_contention,
+            "interference_coefficients": args.interference_coefficients,
             "backfill": args.backfill,
             "notes": notes,
         }
@@ -576,6 +580,14 @@ def add_perf_argument(parser: argparse._ActionsContainer) -> None:
         help="contention model: the most a job's step may exceed its step alone on the same "
         f"placement (default {DEFAULT_MAX_CONTENTION:g}, the largest CS 000 measured; off: "
         "no cap)",
+    )
+    parser.add_argument(
+        "--interference-coefficients",
+        default="default",
+        choices=tuple(INTERFERENCE_PRESETS),
+        help="the interference model's coefficients (envs/sim/interference.py): 'default' "
+        "(chosen values) or 'paper001-fit' (a1, b1 scaled so 001's Fig. 1(a) bin packing "
+        "predicts its 30%% mean slowdown); default 'default'",
     )
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from envs.pod.credit import CREDIT_RULES
 from envs.schedulers import split_scheduler_name
+from envs.sim.interference import InterferenceCoefficients, interference_coefficients
 from envs.sim.perf import DEFAULT_PERF, PerfSwitches, perf_switches
 
 REWARD_KINDS = ("progress", "jct", "contention")
@@ -52,6 +53,10 @@ class PodSchedulingConfig:
     ``interference`` / ``communication`` switch either part of the contention model off.
     Unset (None), they follow ``perf`` (default "contention": both on); set, they must
     agree with ``perf`` when it is given. :attr:`speed_switches` is what the simulator gets.
+    ``interference_coefficients``: the interference model's coefficients -- "default"
+    (chosen values, every README table), "paper001-fit" (scaled to 001's Fig. 1(a) 30%
+    mean slowdown) or a mapping of a1, a2, a3, l1, b1, b2, l2 (:mod:`envs.sim.interference`);
+    :attr:`coefficients` is what the simulator gets.
     """
 
     topology: str = "fat-tree"
@@ -82,6 +87,7 @@ class PodSchedulingConfig:
     queue_order: str = "arrival"
     job_times: bool = False
     advice: str | None = None
+    interference_coefficients: str | dict[str, float] = "default"
 
     def __post_init__(self) -> None:
         choices = {
@@ -126,6 +132,7 @@ class PodSchedulingConfig:
                 f"reward='jct', got reward={self.reward!r} (use credit='round' with it)"
             )
         self._check_perf()
+        interference_coefficients(self.interference_coefficients)  # ValueError naming presets
         if not 0.0 <= self.contention_weight <= 1.0:
             raise ValueError(
                 "contention_weight (W1) must lie in [0, 1] (W2 = 1 - W1), "
@@ -152,6 +159,11 @@ class PodSchedulingConfig:
                     f"perf={self.perf!r} sets {name}={implied} but {name}={value} was given; "
                     f"drop one of the two"
                 )
+
+    @property
+    def coefficients(self) -> InterferenceCoefficients:
+        """The interference coefficients the simulator charges (and LIF predicts with)."""
+        return interference_coefficients(self.interference_coefficients)
 
     @property
     def speed_switches(self) -> PerfSwitches:

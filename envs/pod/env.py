@@ -178,6 +178,7 @@ class PodSchedulingEnv(ParallelEnv):
             SimulatorConfig(
                 interval_s=cfg.interval_s,
                 horizon_s=cfg.horizon_intervals * cfg.interval_s,
+                coefficients=cfg.coefficients,
                 **cfg.speed_switches._asdict(),
             ),
         )

@@ -8,13 +8,19 @@ from envs.sim.engine import (
     Simulator,
     SimulatorConfig,
 )
-from envs.sim.interference import InterferenceCoefficients, fit_interference
+from envs.sim.interference import (
+    INTERFERENCE_PRESETS,
+    InterferenceCoefficients,
+    fit_interference,
+    interference_coefficients,
+)
 from envs.sim.metrics import SimulationResult
 from envs.sim.perf import DEFAULT_PERF, PERF_MODELS, PerfSwitches, perf_switches
 from envs.sim.timeline import Timeline, server_fragmentation
 
 __all__ = [
     "DEFAULT_PERF",
+    "INTERFERENCE_PRESETS",
     "LINK_SHARING",
     "PERF_MODELS",
     "InterferenceCoefficients",
@@ -27,6 +33,7 @@ __all__ = [
     "SimulatorConfig",
     "Timeline",
     "fit_interference",
+    "interference_coefficients",
     "perf_switches",
     "server_fragmentation",
 ]
