@@ -1,0 +1,264 @@
+"""platform/reproduce.py: the papers' figures as data (values read from the papers), the
+settings' configs at both scales, argument errors, and one real reproduction at a tiny
+budget (Ray, train.py, MLflow on a sqlite store under tmp)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tune.paper_figures import BEST_HEURISTIC, FIGURES, LEARNED, PAPERS, PaperFigure, figures_of
+from tune.preflight import check_experiment
+from tune.reproduction import SETTINGS, build_config, compare, settings_of
+
+ROOT = Path(__file__).resolve().parents[2]
+REPRODUCE = ROOT / "platform" / "reproduce.py"
+
+
+def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPRODUCE), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=timeout,
+        env=dict(os.environ),
+    )
+
+
+# ------------------------------------------------------------------ the papers' figures
+def figure(paper: str, label: str) -> PaperFigure:
+    (found,) = [f for f in figures_of(paper) if f.label == label]
+    return found
+
+
+def test_the_figures_are_the_papers_numbers() -> None:
+    assert figure("004", "NTAT of CuSH").value == 3.33
+    assert figure("004", "NTAT of SJF BF").value == 4.13
+    assert figure("004", "NTAT reduction vs SJF BF").value == 19.0
+    assert figure("004", "NTAT of CuSH").source == "Table 1 (Sierra)"
+    base = {f.label: f.value for f in figures_of("000") if f.setting == "rl-base"}
+    assert base == {
+        "average JCT reduction vs SRTF": 15.4,
+        "average JCT reduction vs LAS": 18.2,
+        "p90 JCT reduction vs SRTF": 16.4,
+        "p90 JCT reduction vs LAS": 20.7,
+    }
+    hybrid = {f.label: f.value for f in figures_of("000") if f.setting == "rl-hybrid"}
+    assert hybrid == {"average JCT reduction vs SRTF": 12.1, "average JCT reduction vs LAS": 15.1}
+    fat_tree = [f for f in figures_of("001") if f.setting == "fat-tree"]
+    assert {(f.reference, f.value, f.bound) for f in fat_tree} == {
+        ("fifo+tetris", 24.3, ">="),
+        ("fifo+load-balancing", 24.3, ">="),
+        ("fifo+lif", 24.3, ">="),
+    }
+    assert {f.value for f in figures_of("001") if f.setting in ("vl2", "bcube")} == {21.0}
+    assert {f.value for f in figures_of("002")} == {4.6, 2.1}
+    # 003 only plots its slowdowns: claims without numbers.
+    assert {(f.reference, f.value, f.bound) for f in figures_of("003")} == {
+        ("random", None, "lower"),
+        ("sjf", None, "lower"),
+        ("tetris", None, "lower"),
+    }
+
+
+def test_every_figure_has_a_source_a_unit_and_a_setting() -> None:
+    settings = {(s.paper, s.name) for s in SETTINGS}
+    for item in FIGURES:
+        assert item.source and item.unit
+        assert (item.paper, item.setting) in settings
+    assert {item.paper for item in FIGURES} == set(PAPERS)
+
+
+def test_measures_by_hand() -> None:
+    rows = {
+        LEARNED: {"avg_jct": 80.0, "avg_ntat": 3.5},
+        "srtf": {"avg_jct": 100.0},
+        BEST_HEURISTIC: {"avg_jct": 160.0},
+    }
+    reduction = PaperFigure(
+        "000", "x", "r", "reduction", 15.4, "%", "s", "avg_jct", LEARNED, "RL", reference="srtf"
+    )
+    assert reduction.measure(rows) == pytest.approx(20.0)
+    assert reduction.reached(20.0) is True and reduction.reached(15.0) is False
+    ratio = PaperFigure(
+        "002", "x", "r", "ratio", 4.6, "x", "s", "avg_jct", LEARNED, "S", reference=BEST_HEURISTIC
+    )
+    assert ratio.measure(rows) == pytest.approx(2.0)
+    assert ratio.reached(2.0) is False
+    value = PaperFigure("004", "x", "v", "value", 3.33, "NTAT", "s", "avg_ntat", LEARNED, "C")
+    assert value.measure(rows) == 3.5 and value.reached(3.5) is False
+    lower = PaperFigure(
+        "003",
+        "x",
+        "l",
+        "reduction",
+        None,
+        "%",
+        "s",
+        "avg_jct",
+        LEARNED,
+        "R",
+        reference="srtf",
+        bound="lower",
+    )
+    assert lower.reached(lower.measure(rows)) is True
+    assert reduction.measure({LEARNED: {}}) is None and reduction.reached(None) is None
+
+
+def test_bad_figures_are_refused() -> None:
+    with pytest.raises(ValueError, match="kind"):
+        PaperFigure("0", "x", "l", "better", 1.0, "%", "s", "m", LEARNED, "P")
+    with pytest.raises(ValueError, match="reference"):
+        PaperFigure("0", "x", "l", "reduction", 1.0, "%", "s", "m", LEARNED, "P")
+
+
+def test_compare_sets_the_evaluation_next_to_the_figures() -> None:
+    """A train.py payload by hand: 001 fat-tree, learned 9000 s, tetris 12000 s."""
+    (setting,) = [s for s in settings_of("001") if s.name == "fat-tree"]
+    payload = {
+        "summary": {"learned": "learned-greedy", "best_heuristic": "dsif+packing"},
+        "evaluation": {
+            "learned-greedy": {"kind": "learned", "metrics": {"avg_jct": 9000.0}},
+            "fifo+tetris": {"kind": "heuristic", "metrics": {"avg_jct": 12000.0}},
+            "fifo+load-balancing": {"kind": "heuristic", "metrics": {"avg_jct": 18000.0}},
+            "fifo+lif": {"kind": "heuristic", "metrics": {"avg_jct": 10000.0}},
+            "dsif+packing": {"kind": "heuristic", "metrics": {"avg_jct": 9000.0}},
+        },
+    }
+    comparison = compare(setting, payload)
+    by_reference = {f["reference"]: f for f in comparison.figures}
+    assert by_reference["fifo+tetris"]["product"] == pytest.approx(25.0)
+    assert by_reference["fifo+tetris"]["reached"] is True
+    assert by_reference["fifo+lif"]["product"] == pytest.approx(10.0)
+    assert by_reference["fifo+lif"]["reached"] is False
+    # 001 reports JCT in 30-minute intervals as well.
+    assert comparison.rows[LEARNED]["avg_jct_intervals"] == pytest.approx(5.0)
+    assert comparison.rows["fifo+load-balancing"]["avg_jct_intervals"] == pytest.approx(10.0)
+    assert comparison.learned == "learned-greedy"
+
+
+# ------------------------------------------------------------------ configs at both scales
+@pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: f"{s.paper}-{s.name}")
+@pytest.mark.parametrize("scale", ["small", "paper"])
+def test_every_setting_builds_a_valid_config(setting, scale: str) -> None:
+    experiment = build_config(setting, scale, experiment="podsched-reproduce")
+    check_experiment(experiment)  # the training preflight: keys, model/environment fit
+    assert experiment.name == f"reproduce-{setting.paper}-{setting.name}-{scale}"
+    assert experiment.experiment_name == "podsched-reproduce"
+    if scale == "small":
+        assert experiment.evaluation.seeds == [1000, 1001, 1002, 1003, 1004]
+
+
+def test_the_paper_scale_is_the_papers_setting() -> None:
+    def config(paper: str, name: str, scale: str):
+        (setting,) = [s for s in settings_of(paper) if s.name == name]
+        return build_config(setting, scale)
+
+    fat_tree = config("001", "fat-tree", "paper")
+    env = fat_tree.environment.config
+    assert env["topology_params"] == {"k": 20}  # 001 §VI-A: k = 20, 2,000 servers
+    assert env["home"] == "partition" and env["workload_params"] == {"jobs_per_interval": 15}
+    assert (fat_tree.algorithm.lr, fat_tree.algorithm.gamma) == (1e-5, 0.9)
+    assert config("001", "bcube", "paper").environment.config["topology_params"] == {"n": 6, "k": 3}
+    assert config("001", "vl2", "paper").environment.config["topology"] == "vl2"
+    assert config("001", "fat-tree", "small").environment.config["topology_params"] == {"k": 4}
+    assert config("000", "rl-hybrid", "paper").environment.config["mode"] == "hybrid"
+    assert config("004", "sierra", "paper").environment.config["cluster"] == "sierra"
+    assert config("002", "dqn", "paper").algorithm.name == "DQN"
+
+
+# ------------------------------------------------------------------ argument errors
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["009"], "PAPER '009' is unknown; allowed: 000, 001, 002, 003, 004, all"),
+        (["001", "--scale", "huge"], "--scale 'huge' is unknown; allowed: small, paper"),
+        (["001", "--settings", "torus"], "--settings torus unknown for 001"),
+        (["004", "--set", "stop.training_iteration=0", "--dry-run"], "training_iteration"),
+        ([], "PAPER"),
+    ],
+)
+def test_bad_arguments_are_one_line_and_exit_2(args: list[str], message: str) -> None:
+    result = run(*args)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("reproduce.py: error:")
+    assert message in lines[0]
+    assert result.stdout == ""
+
+
+def test_dry_run_checks_the_paper_scale_without_training() -> None:
+    result = run("001", "--scale", "paper", "--dry-run", "--json")
+    assert result.returncode == 0, result.stderr
+    configs = json.loads(result.stdout)["configs"]
+    assert sorted(configs) == ["001/bcube", "001/fat-tree", "001/vl2"]
+    assert configs["001/fat-tree"]["iterations"] == 200
+
+
+# ------------------------------------------------------------------ end to end
+@pytest.mark.integration
+def test_a_tiny_reproduction_of_004_logs_parent_and_children(tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tiny = [
+        "stop.training_iteration=1",
+        "algorithm.train_batch_size=200",
+        "algorithm.minibatch_size=100",
+        "algorithm.num_epochs=1",
+        "evaluation.seeds=[1000, 1001]",
+        "evaluation.baselines=[sjf+bf, fcfs+bf]",
+    ]
+    sets = [item for override in tiny for item in ("--set", override)]
+    result = run(
+        "004",
+        "--json",
+        "--tracking-uri",
+        uri,
+        "--storage",
+        str(tmp_path / "results"),
+        *sets,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    payload = json.loads(result.stdout)
+    (report,) = payload["papers"]
+    (entry,) = report["settings"]
+    assert entry["status"] == "FINISHED"
+    assert entry["budget"]["iterations"] == 1
+    assert entry["budget"]["evaluation_seeds"] == [1000, 1001]
+    figures = {f["label"]: f for f in entry["figures"]}
+    assert figures["NTAT of CuSH"]["paper"] == 3.33
+    assert figures["NTAT of SJF BF"]["paper"] == 4.13
+    assert figures["NTAT of CuSH"]["product"] > 1.0  # NTAT >= 1 by definition
+    ntat_sjf = entry["rows"]["sjf+bf"]["avg_ntat"]
+    assert figures["NTAT of SJF BF"]["product"] == pytest.approx(ntat_sjf)
+    # The printed-table twin of the JSON is the parent run's artifact.
+    client = MlflowClient(tracking_uri=uri)
+    parent = client.get_run(report["parent_run_id"])
+    assert parent.info.status == "FINISHED"
+    assert parent.data.tags["mlflow.runName"] == "reproduce-004-small"
+    assert parent.data.metrics["sierra/NTAT_of_CuSH"] == pytest.approx(
+        figures["NTAT of CuSH"]["product"]
+    )
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert artifacts == {"reproduce-004-small.md", "reproduce-004-small.json"}
+    experiment = client.get_experiment_by_name("podsched-reproduce")
+    runs = client.search_runs([experiment.experiment_id])
+    by_parent: dict[str, list] = {}
+    for found in runs:
+        by_parent.setdefault(found.data.tags.get("mlflow.parentRunId"), []).append(found)
+    (setting_run,) = by_parent[parent.info.run_id]
+    assert setting_run.data.tags["mlflow.runName"] == "004-sierra-small"
+    assert setting_run.data.params["paper.NTAT of CuSH"] == "3.33"
+    nested = {run.data.tags["mlflow.runName"] for run in by_parent[setting_run.info.run_id]}
+    # train.py's training run and one evaluation run per row, all under the setting.
+    assert any("-train-seed0-" in name for name in nested)
+    assert {"eval-sjf+bf-seeds1000-1001", "eval-fcfs+bf-seeds1000-1001"} <= nested
+    assert len(runs) == 2 + len(by_parent[setting_run.info.run_id])
