@@ -203,7 +203,8 @@ def test_dry_run_checks_the_paper_scale_without_training() -> None:
 
 # ------------------------------------------------------------------ end to end
 @pytest.mark.integration
-def test_a_tiny_reproduction_of_004_logs_parent_and_children(tmp_path: Path) -> None:
+def test_a_tiny_reproduction_of_000_logs_parent_and_children(tmp_path: Path) -> None:
+    """000's RL-base at one PPO iteration on 20-job sets, two held-out workloads."""
     from mlflow.tracking import MlflowClient
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
@@ -212,18 +213,13 @@ def test_a_tiny_reproduction_of_004_logs_parent_and_children(tmp_path: Path) -> 
         "algorithm.train_batch_size=200",
         "algorithm.minibatch_size=100",
         "algorithm.num_epochs=1",
+        "environment.config.num_jobs=20",
         "evaluation.seeds=[1000, 1001]",
-        "evaluation.baselines=[sjf+bf, fcfs+bf]",
     ]
     sets = [item for override in tiny for item in ("--set", override)]
     result = run(
-        "004",
-        "--json",
-        "--tracking-uri",
-        uri,
-        "--storage",
-        str(tmp_path / "results"),
-        *sets,
+        *("000", "--settings", "rl-base", "--json", "--tracking-uri", uri),
+        *("--storage", str(tmp_path / "results"), *sets),
         timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -234,31 +230,34 @@ def test_a_tiny_reproduction_of_004_logs_parent_and_children(tmp_path: Path) -> 
     assert entry["budget"]["iterations"] == 1
     assert entry["budget"]["evaluation_seeds"] == [1000, 1001]
     figures = {f["label"]: f for f in entry["figures"]}
-    assert figures["NTAT of CuSH"]["paper"] == 3.33
-    assert figures["NTAT of SJF BF"]["paper"] == 4.13
-    assert figures["NTAT of CuSH"]["product"] > 1.0  # NTAT >= 1 by definition
-    ntat_sjf = entry["rows"]["sjf+bf"]["avg_ntat"]
-    assert figures["NTAT of SJF BF"]["product"] == pytest.approx(ntat_sjf)
-    # The printed-table twin of the JSON is the parent run's artifact.
+    versus_srtf = figures["average JCT reduction vs SRTF"]
+    assert versus_srtf["paper"] == 15.4
+    rows = entry["rows"]
+    by_hand = 100.0 * (1.0 - rows[LEARNED]["avg_jct"] / rows["srtf"]["avg_jct"])
+    assert versus_srtf["product"] == pytest.approx(by_hand)
+    assert figures["p90 JCT reduction vs LAS"]["paper"] == 20.7
+    assert set(rows) >= {LEARNED, "srtf", "las"}
+    # The printed table's twin and the JSON are the parent run's artifacts.
     client = MlflowClient(tracking_uri=uri)
     parent = client.get_run(report["parent_run_id"])
     assert parent.info.status == "FINISHED"
-    assert parent.data.tags["mlflow.runName"] == "reproduce-004-small"
-    assert parent.data.metrics["sierra/NTAT_of_CuSH"] == pytest.approx(
-        figures["NTAT of CuSH"]["product"]
-    )
+    assert parent.data.tags["mlflow.runName"] == "reproduce-000-small"
+    key = "rl-base/average_JCT_reduction_vs_SRTF"
+    assert parent.data.metrics[key] == pytest.approx(versus_srtf["product"])
     artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
-    assert artifacts == {"reproduce-004-small.md", "reproduce-004-small.json"}
+    assert artifacts == {"reproduce-000-small.md", "reproduce-000-small.json"}
+    table = Path(client.download_artifacts(parent.info.run_id, "reproduce-000-small.md"))
+    assert "| average JCT reduction vs SRTF | §V-B Fig. 5 | 15.4% |" in table.read_text()
     experiment = client.get_experiment_by_name("podsched-reproduce")
     runs = client.search_runs([experiment.experiment_id])
-    by_parent: dict[str, list] = {}
+    by_parent: dict[str | None, list] = {}
     for found in runs:
         by_parent.setdefault(found.data.tags.get("mlflow.parentRunId"), []).append(found)
     (setting_run,) = by_parent[parent.info.run_id]
-    assert setting_run.data.tags["mlflow.runName"] == "004-sierra-small"
-    assert setting_run.data.params["paper.NTAT of CuSH"] == "3.33"
+    assert setting_run.data.tags["mlflow.runName"] == "000-rl-base-small"
+    assert setting_run.data.params["paper.average JCT reduction vs SRTF"] == "15.4%"
     nested = {run.data.tags["mlflow.runName"] for run in by_parent[setting_run.info.run_id]}
     # train.py's training run and one evaluation run per row, all under the setting.
     assert any("-train-seed0-" in name for name in nested)
-    assert {"eval-sjf+bf-seeds1000-1001", "eval-fcfs+bf-seeds1000-1001"} <= nested
+    assert {"eval-las-seeds1000-1001", "eval-srtf-seeds1000-1001"} <= nested
     assert len(runs) == 2 + len(by_parent[setting_run.info.run_id])
