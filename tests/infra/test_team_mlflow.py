@@ -1,7 +1,9 @@
 """infra/team_mlflow.py for real: a throwaway PostgreSQL 15 (its own data folder and port)
-under an MLflow server, the demo's tiny sibling trained against it, and every run, metric
-and artifact found there -- through MLflow and in PostgreSQL's own tables. The program is
-stopped by its own process id, and it stops PostgreSQL by the postmaster's."""
+under an MLflow server, the demo (tune/configs/demo.yaml: its network, its 16 environments,
+its warm start, validation and evaluation, at a budget of seconds) trained against it for
+one iteration, and every run, metric and artifact found there -- through MLflow and in
+PostgreSQL's own tables. The program is stopped by its own process id, and it stops
+PostgreSQL by the postmaster's."""
 
 from __future__ import annotations
 
@@ -23,7 +25,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "infra" / "team_mlflow.py"
-TINY = ROOT / "tests" / "data" / "configs" / "tiny.yaml"
+DEMO = ROOT / "tune" / "configs" / "demo.yaml"
+# The demo's pipeline end to end at a budget of seconds: every stage runs (warm start by
+# imitation, one PPO iteration, validation, the held-out comparison), each on one workload.
+DEMO_BUDGET = (
+    "warm_start.episodes=2",
+    "warm_start.heldout_episodes=1",
+    "warm_start.epochs=1",
+    "evaluation.seeds=[1000]",
+    "evaluation.validation_seeds=[2000]",
+    "evaluation.baselines=[dsif+locality]",
+)
 
 
 def free_port() -> int:
@@ -145,9 +157,10 @@ def test_training_logs_everything_to_the_postgres_backed_server(data_root: Path)
         uri = f"http://127.0.0.1:{port}"
         result = subprocess.run(
             [
-                *(sys.executable, str(ROOT / "platform" / "train.py"), "--config", str(TINY)),
+                *(sys.executable, str(ROOT / "platform" / "train.py"), "--config", str(DEMO)),
                 *("--storage", str(data_root / "results"), "--stop-iters", "1", "--json"),
                 *("--set", f"tracking.tracking_uri={uri}"),
+                *(arg for override in DEMO_BUDGET for arg in ("--set", override)),
             ],
             capture_output=True,
             text=True,
@@ -158,7 +171,7 @@ def test_training_logs_everything_to_the_postgres_backed_server(data_root: Path)
         payload = json.loads(result.stdout.strip().splitlines()[-1])
         assert payload["tracking_uri"] == uri
         client = MlflowClient(tracking_uri=uri)
-        experiment = client.get_experiment_by_name("tiny")
+        experiment = client.get_experiment_by_name("podsched-demo")
         assert experiment is not None
         runs = client.search_runs([experiment.experiment_id])
         training = [run for run in runs if run.data.tags.get("stage") != "evaluation"]
@@ -168,19 +181,23 @@ def test_training_logs_everything_to_the_postgres_backed_server(data_root: Path)
             if run.data.tags.get("stage") == "evaluation"
         }
         assert len(training) == 1 and len(runs) == 4
-        assert set(evaluation) == {"learned-greedy", "learned-sampled", "fifo+packing"}
+        assert set(evaluation) == {"learned-greedy", "learned-sampled", "dsif+locality"}
         assert all(run.info.status == "FINISHED" for run in runs)
         train_run = training[0]
-        assert train_run.data.params["algorithm.train_batch_size"] == "200"
-        for name in ("episode_return_mean", "env_steps_lifetime", "time_this_iter_s"):
+        assert train_run.data.params["algorithm.train_batch_size"] == "1000"
+        assert train_run.data.params["model.config.critic_gradient"] == "head"
+        # 1,000 env steps of 16 environments: no 40-job episode ends in the first iteration,
+        # so there is no return yet (and no learning curve); the learner's statistics are.
+        for name in ("env_steps_lifetime", "time_this_iter_s", "shared/policy_loss"):
             history = client.get_metric_history(train_run.info.run_id, name)
             assert [metric.step for metric in history] == [1], name
-        assert evaluation["fifo+packing"].data.metrics["jobs_finished"] == 8
+        assert train_run.data.metrics["env_steps_lifetime"] >= 1000
+        assert evaluation["dsif+locality"].data.metrics["jobs_finished"] == 40
         learned = evaluation["learned-greedy"]
         artifacts = {a.path for a in client.list_artifacts(learned.info.run_id)}
         assert artifacts == {
             "config.yaml",
-            "learning_curve.png",
+            "validation.json",  # the warm start and the checkpoint, scored on workload 2000
             "jct_cdf.png",
             "evaluation.csv",
             "evaluation.json",
@@ -207,11 +224,11 @@ def test_training_logs_everything_to_the_postgres_backed_server(data_root: Path)
             assert rows == {run.info.run_id: "FINISHED" for run in runs}
             cursor.execute(
                 "SELECT step, value FROM metrics WHERE run_uuid = %s AND key = %s",
-                (train_run.info.run_id, "episode_return_mean"),
+                (train_run.info.run_id, "env_steps_lifetime"),
             )
             [(step, value)] = cursor.fetchall()
             assert step == 1
-            assert value == pytest.approx(train_run.data.metrics["episode_return_mean"])
+            assert value == pytest.approx(train_run.data.metrics["env_steps_lifetime"])
     finally:
         if server.poll() is None:
             os.kill(server.pid, signal.SIGTERM)  # the program, by its own id
