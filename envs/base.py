@@ -179,6 +179,17 @@ class ConfiguredEnv(gymnasium.Env):  # type: ignore[type-arg]
         """A fresh job list drawn with ``self.np_random``."""
         return self.jobs_generator(self.config, self.np_random)
 
+    def draw_jobs(self, rng: np.random.Generator) -> Any:
+        """A fresh job list of this formulation drawn with ``rng`` (not the environment's
+        own generator, so that a trainer can draw sequences reproducibly before a reset)."""
+        return self.jobs_generator(self.config, rng)
+
+    def hold_jobs(self, jobs: Any) -> None:
+        """Replay ``jobs`` (from :meth:`draw_jobs` or the job-list parser) in every later
+        episode, as the constructor's ``jobs`` do; None draws a fresh list per episode again.
+        Monte-Carlo baselines play one sequence several times (:mod:`tune.reinforce`)."""
+        self._jobs = jobs
+
     def _episode_jobs(self, seed: int | None, options: dict[str, Any] | None) -> Any:
         """Seed (if given) and pick this episode's jobs.
 

@@ -188,6 +188,17 @@ class JobThenPolicy(Distribution):
         row = self._policy_row(job)
         return self.job.log_prob(job) + torch.gather(row, -1, policy.unsqueeze(-1)).squeeze(-1)
 
+    def head_logps(self, value: Tensor) -> dict[str, Tensor]:
+        """Each network's share of ``logp(value)``: ``{"job": log p_JSM(job), "policy":
+        log p_PSM(policy | job)}`` (summing to :meth:`logp`), so that a trainer can weigh
+        each by its own network's return (004 Alg. 1 lines 15-16)."""
+        job, policy = value[..., 0].long(), value[..., 1].long()
+        row = self._policy_row(job)
+        return {
+            "job": self.job.log_prob(job),
+            "policy": torch.gather(row, -1, policy.unsqueeze(-1)).squeeze(-1),
+        }
+
     def entropy(self, **kwargs: Any) -> Tensor:
         """``H(job) + sum_j p(j) H(policy | j)`` (exact)."""
         return self.job.entropy() + (self.job.probs * self.policy.entropy()).sum(-1)
@@ -295,6 +306,12 @@ class CuSHModule(TorchRLModule, ValueFunctionAPI):
         nothing = torch.full((policies,), MASKED_LOGIT)
         nothing[0] = 0.0
         self.register_buffer("nothing_policy", nothing, persistent=False)
+
+    def policy_head_parameters(self) -> dict[str, list[nn.Parameter]]:
+        """The parameters of each network, by the head of :meth:`JobThenPolicy.head_logps`
+        it drives: the JSM's and the PSM's (004 trains them at their own learning rates);
+        the critic is neither."""
+        return {"job": list(self.jsm.parameters()), "policy": list(self.psm.parameters())}
 
     def get_inference_action_dist_cls(self) -> type[JobThenPolicy]:
         """The cascade distribution (exploration and training use it too)."""

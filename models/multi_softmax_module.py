@@ -149,6 +149,11 @@ class IndependentCategoricals(Distribution):
         """``sum_g log p_g(a_g)`` of actions ``[..., M]``."""
         return self.components.log_prob(value.long()).sum(-1)
 
+    def head_logps(self, value: Tensor) -> dict[str, Tensor]:
+        """``{"joint": logp(value)}``: one head, the product of the softmaxes (eq. 7), which
+        003's REINFORCE weighs by one return."""
+        return {"joint": self.logp(value)}
+
     def entropy(self, **kwargs: Any) -> Tensor:
         """``sum_g H(p_g)``."""
         return self.components.entropy().sum(-1)
@@ -192,6 +197,11 @@ class MultiSoftmaxModule(SeparateCriticModule):
         self.critic_out = nn.Linear(self.settings.value_hidden, 1)
         start_at_zero(self.critic_out)
         self.action_dist_cls = IndependentCategoricals.get_partial_dist_cls(sizes=sizes)
+
+    def policy_head_parameters(self) -> dict[str, list[nn.Parameter]]:
+        """The policy's parameters (hidden layer and softmaxes) under its one head,
+        ``"joint"``; the critic's are not among them."""
+        return {"joint": [*self.hidden.parameters(), *self.heads.parameters()]}
 
     def _flat(self, batch: dict[str, Any]) -> Tensor:
         obs = batch[Columns.OBS]

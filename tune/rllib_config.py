@@ -122,8 +122,19 @@ def algorithm_config(
             clip_param=algorithm.clip_param,
             lambda_=algorithm.lambda_,
         )
-    training.update(algorithm.extra)
+    extra = dict(algorithm.extra)
+    learner_config = extra.pop("learner_config_dict", None)
+    training.update(extra)
     config = config.training(**training)
+    if learner_config is not None:
+        # RLlib 2.60 takes it in .learners(); .training() warns it is deprecated.
+        config = config.learners(learner_config_dict=learner_config)
+        if "reinforce" in learner_config:
+            # 003/004's REINFORCE with per-sequence Monte-Carlo baselines replaces PPO's
+            # sampler and learner (tune/reinforce.py).
+            from tune.reinforce import use_reinforce
+
+            config = use_reinforce(config)
     # Settings go through the algorithm's model_config (which RLlib copies into every
     # module spec), so a Tune search space inside them is resolved per trial.
     config = config.rl_module(model_config=dict(experiment.model.config))

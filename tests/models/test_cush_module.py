@@ -18,6 +18,7 @@ from models.cush_module import CuSHModelConfig, CuSHModule, JobThenPolicy
 from models.registry import module_class
 
 CONFIG = Path(__file__).resolve().parents[2] / "tune" / "configs" / "cush.yaml"
+PPO_CONFIG = CONFIG.with_name("cush_ppo.yaml")
 # A small cluster keeps the image (and the tests) small; the module does not care. An
 # untrained greedy policy may only ever "do nothing": max_time caps those episodes.
 SMALL = {"nodes": 8, "max_time": 100}
@@ -164,6 +165,27 @@ def test_entropy_kl_and_greedy_action_are_exact(
     assert torch.equal(greedy[:, 1], p[torch.arange(24), job].argmax(-1))
 
 
+def test_each_network_gets_its_own_share_of_the_log_probability(
+    env: CuSHEnv, batch: dict[str, torch.Tensor]
+) -> None:
+    """004 Alg. 1 weighs log pi_JSM(job) and log pi_PSM(policy | job) by different returns:
+    the two shares are the job's and the chosen job's policy log-probabilities, and sum to
+    the cascade's logp; each head's parameters are its own network's."""
+    module = make_module(env)
+    dist = distribution(module, batch)
+    torch.manual_seed(2)
+    actions = dist.sample()
+    heads = dist.head_logps(actions)
+    assert set(heads) == {"job", "policy"}
+    assert torch.allclose(heads["job"] + heads["policy"], dist.logp(actions))
+    assert torch.allclose(heads["job"], dist.job.log_prob(actions[:, 0]))
+    rows = dist.policy.logits[torch.arange(len(actions)), actions[:, 0]]  # [B, 2]
+    assert torch.allclose(heads["policy"], rows.gather(-1, actions[:, 1:]).squeeze(-1))
+    groups = module.policy_head_parameters()
+    assert [id(p) for p in groups["job"]] == [id(p) for p in module.jsm.parameters()]
+    assert [id(p) for p in groups["policy"]] == [id(p) for p in module.psm.parameters()]
+
+
 def test_a_batch_of_one_equals_its_row_in_a_batch(
     env: CuSHEnv, batch: dict[str, torch.Tensor]
 ) -> None:
@@ -267,7 +289,7 @@ def test_ppo_trains_two_iterations_from_the_config(ray_local, tmp_path: Path) ->
     from tune.rllib_config import algorithm_config
 
     experiment = load_config(
-        CONFIG,
+        PPO_CONFIG,
         [
             "algorithm.train_batch_size=200",
             "algorithm.minibatch_size=50",

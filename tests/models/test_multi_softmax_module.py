@@ -102,6 +102,20 @@ def test_joint_probability_is_the_product_of_the_softmaxes(batch: torch.Tensor) 
         assert torch.allclose(torch.softmax(part, -1), torch.full_like(part, 1 / size), atol=0.01)
 
 
+def test_one_head_carries_the_joint_log_probability(batch: torch.Tensor) -> None:
+    """003's REINFORCE weighs the joint action's logp (eq. 7) by one return; the head's
+    parameters are the policy's (hidden layer and softmaxes), not the critic's."""
+    env = MatchTheTarget()
+    module = make_module(env.observation_space, env.action_space)
+    out = module.forward_inference({Columns.OBS: batch})
+    dist = module.get_inference_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS])
+    actions = dist.sample()
+    assert torch.equal(dist.head_logps(actions)["joint"], dist.logp(actions))
+    (params,) = module.policy_head_parameters().values()
+    policy = [*module.hidden.parameters(), *module.heads.parameters()]
+    assert [id(p) for p in params] == [id(p) for p in policy]
+
+
 @pytest.mark.parametrize("sizes", [[3, 2, 4], [5, 5, 5]])
 def test_the_batched_distribution_is_rllibs_multi_categorical(sizes: list[int]) -> None:
     from ray.rllib.core.distribution.torch.torch_distribution import TorchMultiCategorical
