@@ -408,7 +408,9 @@ class ReinforceTorchLearner(LeanPPOTorchLearner):
             advantages = batch[advantage_column(head)]
             loss = loss - (weight * advantages * logps[head]).sum()
             stats[f"mean_advantage_{head}"] = float(advantages.mean())  # a batch column: no graph
-        stats["policy_entropy"] = float(dist.entropy().detach().mean())
+        # Named as PPO's, so that the tracked training metrics pick them up.
+        stats["policy_loss"] = float(loss.detach())
+        stats["entropy"] = float(dist.entropy().detach().mean())
         stats["episodes"] = float(round(1.0 / float(weight[0]))) if len(weight) else 0.0
         self.metrics.log_dict(stats, key=module_id, window=1)
         return loss

@@ -267,6 +267,14 @@ class CuSHCore:
 
     # -- results ------------------------------------------------------------------------------
 
+    def _policy_share(self, kind: int, policy: int) -> float | None:
+        """The share of the placed jobs of type ``kind`` placed by ``policy`` (None if no
+        such job was placed)."""
+        placed = (self.policy >= 0) & (self.jobs.kind == kind)
+        if not placed.any():
+            return None
+        return float(np.mean(self.policy[placed] == policy))
+
     def summary(self) -> dict[str, Any]:
         """The episode so far: 004 Table 1's metrics and each job's record.
 
@@ -274,7 +282,10 @@ class CuSHCore:
         finished jobs (None before any finishes), from
         :meth:`envs.sim.SimulationResult.metrics`; ``local_return`` is the undiscounted
         sum of local rewards (Table 1's "Rewards"), ``eq1_return`` 004 eq. 1's ``v_0``
-        with ``gamma``; ``avg_penalty`` the mean penalty (steps) of the placed jobs.
+        with ``gamma``; ``avg_penalty`` the mean penalty (steps) of the placed jobs;
+        ``dgemm_depth_first`` and ``daxpy_breadth_first`` the shares of the placed dgemm
+        jobs placed depth-first and of the daxpy jobs placed breadth-first (004 Fig. 6;
+        None when no job of the type was placed).
         """
         step = self.config.step_seconds
         metrics = SimulationResult.from_simulator(self.sim, "cush").metrics()
@@ -309,6 +320,9 @@ class CuSHCore:
             if ntat is not None and local.size
             else None,
             "avg_penalty": float(self.penalty_steps[placed].mean()) if placed.any() else None,
+            # 004 Fig. 6: how the policy selector allocates each workload type.
+            "dgemm_depth_first": self._policy_share(0, 0),
+            "daxpy_breadth_first": self._policy_share(1, 1),
             "steps": self.steps,
             "final_time": float(self.sim.now / step),
             "jobs_finished": finished,

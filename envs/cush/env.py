@@ -51,12 +51,16 @@ computes it for a trainer; it is not a sum of per-step rewards). ``reward="local
 also gets ``(r_g - 1) x sum_i r_i``, so the undiscounted episode return is exactly eq. 1's
 ``v_0`` at gamma = 1. The PSM's reward (004 §3.3: its return is the job's locality
 penalty) is ``info["psm_reward"] = -p_j`` (steps) on every step that places a job.
+:func:`envs.cush.returns.head_returns` turns a whole episode's infos into each network's
+return (eq. 1 for the JSM, ``-p_j`` for the PSM); ``tune/configs/cush.yaml`` trains the two
+networks on them as 004's Alg. 1 does (:mod:`tune.reinforce`).
 
 **Info.** Every step: ``time`` (steps), ``local_reward``, ``action_mask``,
 ``invalid_action``, ``backlog`` (jobs in it); on a placement ``placed`` (job, slot, type,
 policy, gpus, cpus, nodes, penalty, service) and ``psm_reward``; on the last step
 ``episode`` (:meth:`envs.cush.core.CuSHCore.summary`: NTAT, wait, TAT, returns, per-job
-records) and, when terminated, ``global_reward``.
+records, and 004 Fig. 6's shares ``dgemm_depth_first`` and ``daxpy_breadth_first``)
+and, when terminated, ``global_reward``.
 
 **Episode end.** Terminated when every job has finished (004: "the episode runs until the
 completion of all the jobs"); truncated when time reaches ``max_time`` steps (1000).
@@ -129,7 +133,14 @@ class CuSHEnv(ConfiguredEnv):
     jobs_parser = staticmethod(parse_jobs)
     jobs_generator = staticmethod(generate_job_set)
     baselines = CUSH_BASELINES  # 004 Table 1's eight rows
-    summary_metrics = ("avg_ntat", "avg_wait", "avg_tat", "eq1_return")
+    summary_metrics = (
+        "avg_ntat",
+        "avg_wait",
+        "avg_tat",
+        "eq1_return",
+        "dgemm_depth_first",
+        "daxpy_breadth_first",
+    )
     _jobs: JobSet | None
 
     def _setup(self) -> None:

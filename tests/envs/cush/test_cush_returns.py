@@ -73,6 +73,9 @@ def test_the_environments_infos_give_each_network_its_reward() -> None:
     assert returns["job"] == pytest.approx(np.zeros(len(infos)))
     # NTAT: the dgemm ran 2 x 1.5 = 3 steps, the daxpy 4; neither waited -> r_g = 1.
     assert info["global_reward"] == pytest.approx(1.0)
+    # 004 Fig. 6's shares: the dgemm went breadth-first, the daxpy depth-first.
+    assert info["episode"]["dgemm_depth_first"] == 0.0
+    assert info["episode"]["daxpy_breadth_first"] == 0.0
 
 
 def test_the_job_selectors_first_return_is_the_episodes_eq1_return() -> None:
@@ -89,3 +92,6 @@ def test_the_job_selectors_first_return_is_the_episodes_eq1_return() -> None:
     expected = [(-0.9 * 0.25 - 0.81 * 0.5) * 1.25, (-0.25 - 0.9 * 0.5) * 1.25, -0.625, 0, 0]
     assert returns["job"] == pytest.approx(expected)
     assert returns["job"][0] == pytest.approx(info["episode"]["eq1_return"])
+    # FCFS+BF placed both breadth-first.
+    assert info["episode"]["dgemm_depth_first"] == 0.0
+    assert info["episode"]["daxpy_breadth_first"] == 1.0
