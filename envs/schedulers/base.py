@@ -31,13 +31,15 @@ class Ordering(ABC):
     ``preemptive``: a waiting job may preempt running jobs it outranks (see
     :mod:`.preemption`); ranks then come from :meth:`priority_keys`, which rank running
     and waiting jobs alike, and a job is not preempted before it ran ``min_run_s``
-    seconds since it (re)started.
+    seconds since it (re)started. ``consolidate`` (preemptive orderings): a job starts,
+    fresh or resumed, only as compactly as the placement would place it alone.
     """
 
     name: ClassVar[str]
     max_delays: ClassVar[int] = 0
     preemptive: bool = False
     min_run_s: float = 0.0
+    consolidate: bool = False
 
     def priority_keys(self, sim: Simulator, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
         """Sort keys (primary first, smaller first) of ``jobs``, running or waiting, now;

@@ -89,6 +89,18 @@ def rows_capacity(
     ``slack`` (cores) loosens the core test: callers that built the rows by summing in
     another order than the view does use it to get a superset of the exact answers.
     """
+    return rows_socket_capacity(group_socket, free_gpus, free_cores, gpus, cpus, slack).sum(axis=1)
+
+
+def rows_socket_capacity(
+    group_socket: np.ndarray | None,
+    free_gpus: np.ndarray,
+    free_cores: np.ndarray,
+    gpus: int,
+    cpus: float,
+    slack: float = 0.0,
+) -> np.ndarray:
+    """:func:`rows_capacity` per socket: ``[K, S]`` tasks each socket of each state holds."""
     if gpus <= 0:
         by_group = np.full(free_gpus.shape, UNBOUNDED, dtype=np.int64)
     else:
@@ -101,7 +113,7 @@ def rows_capacity(
     if cpus > 0:
         by_cores = np.floor((free_cores + (CORE_TOLERANCE + slack)) / cpus).astype(np.int64)
         by_gpus = np.minimum(by_gpus, np.maximum(by_cores, 0))
-    return by_gpus.sum(axis=1)
+    return by_gpus
 
 
 def server_capacity(

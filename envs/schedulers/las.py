@@ -50,7 +50,8 @@ class LeastAttainedService(Ordering):
     running (:mod:`.preemption`); the scheduler asks for a decision when a running job
     will be demoted or a waiting one promoted. Continuous LAS would preempt a job as soon
     as a waiting one fell behind it; the queues keep preemptions to demotions, promotions
-    and arrivals.
+    and arrivals. ``consolidate``: a job starts, fresh or resumed, only as compactly as
+    the placement would place it alone (:mod:`.preemption`).
     """
 
     name = "las"
@@ -62,11 +63,13 @@ class LeastAttainedService(Ordering):
         preemptive: bool = False,
         min_run_s: float = 0.0,
         promote_knob: float | None = None,
+        consolidate: bool = True,
     ) -> None:
         self.thresholds = None if thresholds_gpu_s is None else check_thresholds(thresholds_gpu_s)
         self.preemptive = bool(preemptive)
         self.min_run_s = check_min_run(min_run_s)
         self.promote_knob = check_promote_knob(promote_knob)
+        self.consolidate = bool(consolidate)
         if self.promote_knob is not None and self.thresholds is None:
             raise ValueError("LAS promotion needs queues: give thresholds with promote_knob")
         self._promotions: _Promotions | None = None
@@ -131,7 +134,8 @@ class LeastAttainedService(Ordering):
         thresholds = None if self.thresholds is None else tuple(self.thresholds.tolist())
         return (
             f"LeastAttainedService({thresholds}, preemptive={self.preemptive}, "
-            f"min_run_s={self.min_run_s}, promote_knob={self.promote_knob})"
+            f"min_run_s={self.min_run_s}, promote_knob={self.promote_knob}, "
+            f"consolidate={self.consolidate})"
         )
 
 

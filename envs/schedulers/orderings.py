@@ -78,14 +78,18 @@ class ShortestRemainingTimeFirst(Ordering):
     ``preemptive``: a waiting job preempts running jobs with strictly more remaining
     expected time (ties by arrival, then index), each after ``min_run_s`` of running
     (:mod:`.preemption`). A running job's remaining time only shrinks, so nothing is
-    preempted by a job that waited longer than it.
+    preempted by a job that waited longer than it. ``consolidate``: starts only as
+    compact as the job alone (:mod:`.preemption`).
     """
 
     name = "srtf"
 
-    def __init__(self, *, preemptive: bool = False, min_run_s: float = 0.0) -> None:
+    def __init__(
+        self, *, preemptive: bool = False, min_run_s: float = 0.0, consolidate: bool = True
+    ) -> None:
         self.preemptive = bool(preemptive)
         self.min_run_s = check_min_run(min_run_s)
+        self.consolidate = bool(consolidate)
 
     def priority_keys(self, sim: Simulator, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
         return (sim.expected_duration(jobs),)
@@ -95,7 +99,8 @@ class ShortestRemainingTimeFirst(Ordering):
 
     def __repr__(self) -> str:
         return (
-            f"ShortestRemainingTimeFirst(preemptive={self.preemptive}, min_run_s={self.min_run_s})"
+            f"ShortestRemainingTimeFirst(preemptive={self.preemptive}, "
+            f"min_run_s={self.min_run_s}, consolidate={self.consolidate})"
         )
 
 

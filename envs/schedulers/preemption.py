@@ -5,24 +5,45 @@ keys (:meth:`~envs.schedulers.base.Ordering.priority_keys`), ties by arrival, th
 Before the usual walk, the waiting jobs that outrank some preemptible running job are
 taken in rank order:
 
-1. a job that fits the free resources is placed;
+1. a job that fits the free resources (compactly, under consolidation below) is placed;
 2. otherwise its *victims* -- the preemptible running jobs ranked strictly after it --
    are released on a scratch copy of the cluster view until the placement can place
-   the job, those whose GPU count is closest to the job's first and the lowest-ranked
-   first among equals (a one-GPU job stops a one-GPU job, not a 64-GPU one; an
-   eight-GPU job frees an eight-GPU job's room in one piece, not eight scattered GPUs).
-   When that first room spreads the job wider than it would be on the empty cluster
-   (a higher locality level), up to 8 more victims are released in search of room in
-   one piece, else the first room is taken. Only the victims holding GPUs or cores that
+   the job (compactly, under consolidation), those whose GPU count is closest to the
+   job's first and the lowest-ranked first among equals (a one-GPU job stops a one-GPU
+   job, not a 64-GPU one; an eight-GPU job frees an eight-GPU job's room in one piece,
+   not eight scattered GPUs). Without consolidation, when that first room spreads the
+   job wider than it would be on the empty cluster (a higher locality level), up to 8
+   more victims are released in search of room in one piece, else the first room is
+   taken. Only the victims holding GPUs or cores that
    the placement then uses are preempted (they go back to the queue with their
    progress, and pay the simulator's restart cost when they resume), and the job is
    placed there;
 3. when even all its victims are not enough, the jobs of the same demand shape behind
    it are not tried again in this decision (they have fewer victims), nor the jobs of
-   identical tasks that need at least as many tasks, each at least as large.
+   identical tasks that need at least as many tasks, each at least as large (under
+   consolidation "enough" means compact room, and the second rule holds on clusters of
+   alike servers: a larger job's compact room would hold the smaller one).
 
 With ``backfill=False`` the pass stops at the first job that neither fits nor can
 preempt. The scheduler's usual walk then places what else fits.
+
+**Consolidation** (``consolidate``, the default of :class:`PreemptionSettings`). A job,
+fresh or resumed, starts only *compactly*: on no more servers, and at no higher
+locality level, than the placement would give it on the empty cluster (its answer
+there, cached per task shape). A job that fits only spread is not started by the pass
+unless preempting makes compact room, and the scheduler's walk holds it back too while
+anything runs (whose end may free such room; with nothing running it starts spread).
+Step 2 then accepts only compact room (no "first room" fallback), and plans probe for
+it: before any placement, a plan fails at once when even all its victims released
+leave no ``n`` servers holding the job (``n`` the servers it spans alone; per server
+GPUs, cores and each task kind's capacity, :func:`_compact_rooms`), the usual outcome.
+Why: without it, on issue 20's 10k-job Philly replay under ``contention``, a wide job
+demoted and preempted by a queue of one-GPU jobs was nearly always resumed on the
+GPUs they left scattered (99% of 8-GPU resumes spanned more servers than needed), its
+ring then ran several times slower, and LAS consumed 2.3x the GPU-seconds of FIFO,
+whose makespan it exceeded 1.9x. ``consolidate=False`` restores the earlier rule: room
+spread wider than the job alone triggers up to 8 more victims in search of one piece,
+else the first room is taken.
 
 **Against thrashing.** A running job is preemptible only after it ran ``min_run_s``
 seconds since it (re)started; jobs started in the same decision never are. Discretized
@@ -55,7 +76,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from envs.schedulers.base import Ordering, Placement, check_min_run
-from envs.schedulers.capacity import one_group_per_socket, rows_capacity
+from envs.schedulers.capacity import one_group_per_socket, rows_capacity, rows_socket_capacity
 from envs.schedulers.domains import locality_levels
 from envs.schedulers.las import check_promote_knob, check_thresholds
 from envs.schedulers.locality import best_level
@@ -88,13 +109,15 @@ class PreemptionSettings:
     attained GPU-seconds that separate LAS's queues (one threshold: two queues).
     ``las_promote_knob``: Tiresias' PROMOTEKNOB, a demoted waiting job returns to the
     first queue once it waited this many times its run time (:mod:`.las`); None never
-    promotes.
+    promotes. ``consolidate``: start a job only as compactly as it would be placed alone,
+    fresh or resumed (see the module doc); False restores the rule that took any room.
     """
 
     enabled: bool = True
     min_run_s: float = DEFAULT_MIN_RUN_S
     las_thresholds_gpu_s: tuple[float, ...] = DEFAULT_LAS_THRESHOLDS_GPU_S
     las_promote_knob: float | None = DEFAULT_LAS_PROMOTE_KNOB
+    consolidate: bool = True
 
     def __post_init__(self) -> None:
         check_min_run(self.min_run_s)
@@ -111,12 +134,22 @@ class Preemptor:
     started (-inf for jobs this scheduler did not start: they are preemptible).
     """
 
-    def __init__(self, ordering: Ordering, placement: Placement, shape_of: np.ndarray) -> None:
+    def __init__(
+        self,
+        ordering: Ordering,
+        placement: Placement,
+        shape_of: np.ndarray,
+        job_keys: np.ndarray | None = None,
+    ) -> None:
         self.ordering = ordering
         self.placement = placement
         self.shape_of = shape_of
+        self.job_keys = shape_of if job_keys is None else job_keys
         self.started_at = np.full(len(shape_of), -np.inf)
+        # A random placement has no one answer to hold a start to.
+        self.consolidate = ordering.consolidate and placement.memoizable
         self._best_levels: dict[int, int] = {}
+        self._alone: dict[int, tuple[int, int]] = {}
 
     def run(
         self,
@@ -151,8 +184,13 @@ class Preemptor:
             job, job_rank = int(candidates[position]), int(candidate_rank[position])
             if victim_rank.max() < job_rank:
                 break  # no preemptible job is ranked after this one, nor after the rest
-            groups = view.place(self.placement, job)
-            if groups is None:
+            groups = None
+            if self.may_start_compact(sim, view, job):
+                groups = view.place(self.placement, job)
+            if groups is None or not self.is_compact(sim, view, job, groups):
+                # No room, or (under consolidation) room only spread wider than the job
+                # alone: the job starts here only if preemptions make compact room (the
+                # walk holds it back too).
                 mine = victim_rank > job_rank
                 plan = self._plan(sim, view, job, victims[mine], victim_rank[mine])
                 if plan is None:
@@ -203,6 +241,57 @@ class Preemptor:
             level = self._best_levels[shape] = best_level(sim, job)
         return level
 
+    def is_compact(self, sim: Simulator, view: ClusterView, job: int, groups: np.ndarray) -> bool:
+        """Whether ``groups`` hold ``job`` as compactly as the placement would place it on
+        the empty cluster: no more servers, no higher locality level (always True
+        without consolidation)."""
+        if not self.consolidate or len(groups) == 1:
+            return True
+        servers, level = self._alone_span(sim, view, job)
+        spanned = sim.cluster.group_server[groups]
+        if servers == 1:
+            return bool(spanned.min() == spanned.max())
+        if len(np.unique(spanned)) > servers:
+            return False
+        return locality_levels(sim.cluster).span_level(spanned) <= level
+
+    def may_start_compact(self, sim: Simulator, view: ClusterView, job: int) -> bool:
+        """Whether ``view`` may hold ``job`` compactly (a necessary condition; True
+        without consolidation and for one-task jobs)."""
+        if not self.consolidate or sim.num_workers[job] + sim.num_ps[job] == 1:
+            return True
+        return self._may_be_compact(sim, view, job, view.free_gpus, view.free_cores)
+
+    def _may_be_compact(
+        self,
+        sim: Simulator,
+        view: ClusterView,
+        job: int,
+        free_gpus: np.ndarray,
+        free_cores: np.ndarray,
+        slack: float = 0.0,
+    ) -> bool:
+        """:func:`_compact_rooms` for one state of the cluster: ``free_gpus`` per group,
+        ``free_cores`` per socket."""
+        servers, _ = self._alone_span(sim, view, job)
+        rooms = _compact_rooms(
+            sim, JobTasks.of(sim, job), servers, free_gpus[None], free_cores[None], slack
+        )
+        return bool(rooms[0])
+
+    def _alone_span(self, sim: Simulator, view: ClusterView, job: int) -> tuple[int, int]:
+        """``(servers, locality level)`` of the placement's answer for ``job`` on the
+        empty cluster (cached per placement key)."""
+        key = int(self.job_keys[job])
+        span = self._alone.get(key)
+        if span is None:
+            groups = self.placement.place(sim, job, view.emptied())
+            assert groups is not None, "a job that never fits reached the scheduler"
+            spanned = sim.cluster.group_server[groups]
+            span = (len(np.unique(spanned)), locality_levels(sim.cluster).span_level(spanned))
+            self._alone[key] = span
+        return span
+
     def _preemptible(self, sim: Simulator) -> np.ndarray:
         """Running jobs past their minimum run, not started in this decision."""
         running = sim.running_jobs()
@@ -238,6 +327,11 @@ class Preemptor:
         enough = enough_gpus & enough_cores
         if not enough[-1]:
             return None  # not even all the victims together
+        servers = self._alone_span(sim, view, job)[0] if self.consolidate else None
+        if servers is not None and not self._may_be_compact(
+            sim, view, job, *_released(sim, view, victims), slack=_PROBE_SLACK
+        ):
+            return None  # no compact room even with every victim gone: the usual answer
         skip = int(np.argmax(enough))
         scratch = view.copy()
         released: list[int] = victims[:skip].tolist()
@@ -245,14 +339,14 @@ class Preemptor:
         first: tuple[int, np.ndarray] | None = None
         room: np.ndarray | None = None
         locality = locality_levels(sim.cluster)
-        best = self._best_level(sim, job)
+        best = self._best_level(sim, job) if not self.consolidate else -1
         position = skip
         while position < len(victims):
             stop = position + 1
             if first is None:
                 # Until some room is found, only the victims after which the necessary
                 # test may pass deserve a placement: find the next one vectorized.
-                stop = _next_possible_room(sim, scratch, tasks, victims, position) + 1
+                stop = _next_possible_room(sim, scratch, tasks, victims, position, servers) + 1
                 if stop > len(victims):
                     break  # even all the victims leave no room
             batch = victims[position:stop].tolist()
@@ -263,6 +357,12 @@ class Preemptor:
                 continue
             groups = scratch.place(self.placement, job)
             if groups is None:
+                continue
+            if self.consolidate:
+                # Only compact room will do: probe on for the next victim that may give it.
+                if self.is_compact(sim, view, job, groups):
+                    room = groups
+                    break
                 continue
             if locality.span_level(sim.cluster.group_server[groups]) <= best:
                 room = groups
@@ -280,15 +380,22 @@ class Preemptor:
             released = released[:count]
         else:
             return None
-        # Keep running the victims whose GPUs and cores the placement leaves alone.
-        needed = _overlapping(sim, np.array(released, dtype=np.int64), groups)
+        return self._fewest(sim, view, job, np.array(released, dtype=np.int64), groups)
+
+    def _fewest(
+        self, sim: Simulator, view: ClusterView, job: int, released: np.ndarray, groups: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Of the ``released`` victims that make room ``groups``, keep running those whose
+        GPUs and cores the placement leaves alone (if the placement, given only the
+        others, still places the job, compactly under consolidation)."""
+        needed = _overlapping(sim, released, groups)
         if len(needed) < len(released):
             trial = view.copy()
-            trial.release_all(needed.tolist())
+            trial.release_all(needed)
             fewer = trial.place(self.placement, job)
-            if fewer is not None:
+            if fewer is not None and self.is_compact(sim, view, job, fewer):
                 return needed, fewer
-        return np.array(released, dtype=np.int64), groups
+        return released, groups
 
 
 class _FailedDemands:
@@ -378,12 +485,71 @@ def _possible_rooms(
     return possible
 
 
+def _released(
+    sim: Simulator, view: ClusterView, victims: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(free GPUs per group, free cores per socket)`` of ``view`` with every one of the
+    running ``victims`` released (arrays; the view is left alone)."""
+    _, task_group, task_gpus, task_cpus = sim.placements_of(victims)
+    free_gpus, free_cores = view.free_gpus.copy(), view.free_cores.copy()
+    np.add.at(free_gpus, task_group, task_gpus)
+    np.add.at(free_cores, sim.cluster.group_socket[task_group], task_cpus)
+    return free_gpus, free_cores
+
+
+def _compact_rooms(
+    sim: Simulator,
+    tasks: JobTasks,
+    servers: int,
+    free_gpus: np.ndarray,
+    free_cores: np.ndarray,
+    slack: float = 0.0,
+) -> np.ndarray:
+    """Boolean per row of ``free_gpus[K, G]`` and ``free_cores[K, S]``: the ``servers``
+    servers with the most room (per resource) hold ``tasks``' GPUs, cores and each kind
+    of its tasks (:mod:`.capacity`) -- necessary for a placement on that many servers;
+    for one server and tasks all alike, sufficient too. ``slack``: cores of slack, as
+    in :data:`_PROBE_SLACK`."""
+    cluster = sim.cluster
+    group_offsets = cluster.server_group_offsets[:-1]
+    socket_offsets = cluster.server_socket_offsets[:-1]
+    group_socket = None if one_group_per_socket(cluster) else cluster.group_socket
+    needs = [
+        (np.add.reduceat(free_gpus, group_offsets, axis=1), tasks.total_gpus),
+        (
+            np.add.reduceat(free_cores, socket_offsets, axis=1) + (CORE_TOLERANCE + slack),
+            tasks.total_cpus,
+        ),
+    ]
+    for kind in tasks.kinds:
+        per_socket = rows_socket_capacity(
+            group_socket, free_gpus, free_cores, kind.gpus, kind.cpus, slack
+        )
+        needs.append((np.add.reduceat(per_socket, socket_offsets, axis=1), kind.count))
+    if servers == 1:
+        holds = np.ones((len(free_gpus), cluster.num_servers), dtype=bool)
+        for have, need in needs:
+            holds &= have >= need
+        return holds.any(axis=1)
+    rooms = np.ones(len(free_gpus), dtype=bool)
+    for have, need in needs:
+        rooms &= np.sort(have, axis=1)[:, -servers:].sum(axis=1) >= need
+    return rooms
+
+
 def _next_possible_room(
-    sim: Simulator, scratch: ClusterView, tasks: JobTasks, victims: np.ndarray, start: int
+    sim: Simulator,
+    scratch: ClusterView,
+    tasks: JobTasks,
+    victims: np.ndarray,
+    start: int,
+    servers: int | None = None,
 ) -> int:
     """The first ``k >= start`` such that ``tasks`` may pass ``scratch.could_hold`` once
     ``victims[start : k + 1]`` are released on it, or ``len(victims)`` if none
-    (:func:`_possible_rooms`, for many releases at once).
+    (:func:`_possible_rooms`, for many releases at once). With ``servers`` (under
+    consolidation), such that they may also fit on that many servers
+    (:func:`_compact_rooms`).
 
     Victims are read in growing chunks: room is usually found after a victim or two,
     while a plan that fails reads them all.
@@ -402,6 +568,8 @@ def _next_possible_room(
         gpus = free_gpus + np.cumsum(gpus, axis=0)
         cores = free_cores + np.cumsum(cores, axis=0)
         possible = _possible_rooms(sim, tasks, gpus, cores)
+        if servers is not None and possible.any():
+            possible &= _compact_rooms(sim, tasks, servers, gpus, cores, _PROBE_SLACK)
         if possible.any():
             return low + int(np.argmax(possible))
         free_gpus, free_cores = gpus[-1], cores[-1]

@@ -35,11 +35,14 @@ def _las(settings: PreemptionSettings) -> Ordering:
         preemptive=settings.enabled,
         min_run_s=settings.min_run_s,
         promote_knob=settings.las_promote_knob,
+        consolidate=settings.consolidate,
     )
 
 
 def _srtf(settings: PreemptionSettings) -> Ordering:
-    return ShortestRemainingTimeFirst(preemptive=settings.enabled, min_run_s=settings.min_run_s)
+    return ShortestRemainingTimeFirst(
+        preemptive=settings.enabled, min_run_s=settings.min_run_s, consolidate=settings.consolidate
+    )
 
 
 # Each factory gets the scheduler's generator, its placement (SAF's oracle needs it) and

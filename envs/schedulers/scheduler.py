@@ -185,7 +185,9 @@ class Scheduler:
             if groups is None:
                 return
             # Hold only while something runs: its completion brings the next decision.
-            if len(sim.running_jobs()) and self._hold(sim, job, groups):
+            if self._spread_hold(sim, view, job, groups) or (
+                len(sim.running_jobs()) and self._hold(sim, job, groups)
+            ):
                 return
             self._start(sim, view, job, groups)
 
@@ -213,11 +215,23 @@ class Scheduler:
                 return held
             position += int(np.argmax(ahead))
             job = int(queue[position])
-            groups = view.place(self.placement, job)
+            if (
+                self._preemptor is not None
+                and not self._preemptor.may_start_compact(sim, view, job)
+                and len(sim.running_jobs())
+            ):
+                # Consolidation holds it (below) wherever it would fit: skip the placement.
+                groups = None
+            else:
+                groups = view.place(self.placement, job)
             if groups is None:
                 if self.placement.memoizable:
                     alive[position:] &= self._keys[queue[position:]] != self._keys[job]
                 alive[position] = False
+                position += 1
+                continue
+            if self._spread_hold(sim, view, job, groups):
+                held.append(job)
                 position += 1
                 continue
             if allow_delays and self._hold(sim, job, groups):
@@ -242,6 +256,15 @@ class Scheduler:
         self.delays.pop(job, None)
         if self._preemptor is not None:
             self._preemptor.started_at[job] = sim.now
+
+    def _spread_hold(self, sim: Simulator, view: ClusterView, job: int, groups: np.ndarray) -> bool:
+        """Whether a preemptive ordering's consolidation holds ``job`` back: ``groups``
+        spread it wider than it would be alone, and something runs whose end or
+        preemption can make compact room (:mod:`.preemption`)."""
+        preemptor = self._preemptor
+        if preemptor is None or not preemptor.consolidate or not len(sim.running_jobs()):
+            return False
+        return not preemptor.is_compact(sim, view, job, groups)
 
     def _hold(self, sim: Simulator, job: int, groups: np.ndarray) -> bool:
         """Whether to hold ``job`` back this decision (and count it) for better locality."""
@@ -327,11 +350,6 @@ class Scheduler:
         self._shape = shape_of.reshape(-1).astype(np.int64)
         self._shape_demand = _ShapeDemand.of(shapes)
         self._least_gpus = int(shapes[:, 0].min()) if len(shapes) else 0
-        self._preemptor = (
-            Preemptor(self.ordering, self.placement, self._shape)
-            if self.ordering.preemptive
-            else None
-        )
         keys = self.ordering.static_keys(sim)
         self._rank, self._by_rank = (None, None) if keys is None else static_rank(sim, keys)
         columns = placement_key_columns(sim, self.placement)
@@ -341,6 +359,11 @@ class Scheduler:
             self._keys = inverse.reshape(-1).astype(np.int64)
         else:
             self._keys = np.zeros(0, np.int64)
+        self._preemptor = (
+            Preemptor(self.ordering, self.placement, self._shape, self._keys)
+            if self.ordering.preemptive
+            else None
+        )
 
 
 def placement_key_columns(sim: Simulator, placement: Placement) -> list[np.ndarray]:
