@@ -164,13 +164,18 @@ def run_tune(
 
 def scored_checkpoint(experiment: ExperimentConfig, results: Any) -> Any:
     """The kept checkpoint with the best declared ``checkpoint.score`` of all trials;
-    without one, the last checkpoint of the trial with the best final training return."""
+    without one, or when no kept checkpoint reported it (a short run whose episodes had
+    not ended: a warning, the training is not lost), the last checkpoint of the trial
+    with the best final training return."""
     key = experiment.checkpoint.score_key
-    if key is None:
-        return results.get_best_result(metric=BEST_METRIC, mode="max").checkpoint
-    from tune.selection import best_scored_checkpoint
+    if key is not None:
+        from tune.selection import best_scored_checkpoint
 
-    return best_scored_checkpoint(results, key, experiment.checkpoint.order)[0]
+        try:
+            return best_scored_checkpoint(results, key, experiment.checkpoint.order)[0]
+        except ValueError as error:
+            print(f"train.py: warning: {error}; taking the latest checkpoint", file=sys.stderr)
+    return results.get_best_result(metric=BEST_METRIC, mode="max").checkpoint
 
 
 def choose_policy(

@@ -27,7 +27,7 @@ from tune.experiment import (
     config_from_dict,
     set_dotted,
 )
-from tune.selection import result_value
+from tune.selection import result_value, trial_checkpoint
 
 #: AlgorithmSection fields under the names RLlib's config dict uses.
 RLLIB_NAMES = {"lambda_": "lambda"}
@@ -261,6 +261,22 @@ def _parent_run(
     return parent_id
 
 
+def _best_checkpoint(experiment: ExperimentConfig, best: Any) -> tuple[str | None, str]:
+    """The best trial's checkpoint folder and how it was chosen: its best kept checkpoint
+    by ``checkpoint.score`` when one is declared and reported (the score's key), else its
+    latest ("latest"); ``(None, "none")`` without any checkpoint."""
+    from tune.runs import checkpoint_folder
+
+    if best is None or not (best.best_checkpoints or best.checkpoint):
+        return None, "none"
+    settings = experiment.checkpoint
+    try:
+        chosen = trial_checkpoint(best, settings.score_key, settings.order)
+    except ValueError:  # no kept checkpoint reported the score: a finished sweep stays
+        return checkpoint_folder(best.checkpoint), "latest"
+    return checkpoint_folder(chosen), settings.score_key or "latest"
+
+
 def run_sweep(
     experiment: ExperimentConfig,
     storage: str,
@@ -271,12 +287,13 @@ def run_sweep(
 ) -> dict[str, Any]:
     """Run (or with ``resume`` continue) the sweep; Ray must be up. Returns ``trials``
     (per trial: name, swept ``params``, last ``training_iteration``, final ``metric``
-    value, ``error``), ``metric``, ``mode``, ``best_trial``, ``best_checkpoint``,
+    value, ``error``), ``metric``, ``mode``, ``best_trial``, ``best_checkpoint`` (the best
+    trial's best-scored checkpoint, see :func:`_best_checkpoint`), ``best_checkpoint_by``,
     ``best_config``, ``tracking_uri`` and ``parent_run_id``. The parent run ends FINISHED,
     FAILED (an error, or no trial reported the metric) or KILLED (interrupted)."""
     from mlflow.tracking import MlflowClient
 
-    from tune.runs import checkpoint_folder, make_tuner, restore_tuner
+    from tune.runs import make_tuner, restore_tuner
 
     sweep = sweep_of(experiment)
     name = f"{experiment.name}-sweep"
@@ -327,13 +344,15 @@ def run_sweep(
     )
     status = "KILLED" if interrupted else "FINISHED" if reported else "FAILED"
     client.set_terminated(parent_id, status=status)
+    best_checkpoint, chosen_by = _best_checkpoint(experiment, best)
     return {
         "trials": rows,
         "metric": sweep.metric,
         "mode": sweep.mode,
         "status": status,
         "best_trial": Path(best.path).name if best is not None and best.path else None,
-        "best_checkpoint": checkpoint_folder(best.checkpoint) if best and best.checkpoint else None,
+        "best_checkpoint": best_checkpoint,
+        "best_checkpoint_by": chosen_by,
         "best_config": swept_params(best.config, experiment) if best else {},
         "tracking_uri": tracking_uri,
         "parent_run_id": parent_id,

@@ -140,3 +140,11 @@ def best_scored_checkpoint(results: Any, key: str, order: str) -> tuple[Any, flo
     sign = 1.0 if order == "max" else -1.0
     value, _, checkpoint = max(scored, key=lambda item: (sign * item[0], item[1]))
     return checkpoint, value
+
+
+def trial_checkpoint(result: Any, key: str | None, order: str) -> Any:
+    """The checkpoint to keep of one trial (a Tune Result): with a declared score ``key``
+    its best-scored kept checkpoint (:func:`best_scored_checkpoint`), else its latest."""
+    if key is None:
+        return result.checkpoint
+    return best_scored_checkpoint([result], key, order)[0]

@@ -17,14 +17,15 @@ by, the trial scheduler (``fifo``, ``asha``: stop poor trials early, ``pbt``: po
 based training over ``algorithm.*`` keys) and the search (``random`` or ``optuna``). Every
 key is checked before Ray starts, at each choice and both ends of each range, against the
 algorithm (PPO and DQN take different settings), the model and the environment; a bad one
-prints one line and exits with status 2. One MLflow parent run for the sweep, with one
-child run per trial (params, per-iteration metrics), comparable in the MLflow UI; a summary
-table at the end, ranked by the metric, and the best trial's checkpoint and values
-(``--json``: one object with ``trials``, ``metric``, ``mode``, ``status``, ``best_trial``,
-``best_checkpoint``, ``best_config``, ``tracking_uri``, ``parent_run_id``; Tune's progress
-goes to stderr). ``--resume`` continues an interrupted sweep (same storage and config) in
-the same parent run. Exit status 0 when some trial reported the metric, 1 otherwise, 130
-when interrupted.
+prints one line and exits with status 2. One MLflow parent run for the sweep, with one child
+run per trial (params, per-iteration metrics), comparable in the MLflow UI; a summary table
+at the end, ranked by the metric, and the best trial's checkpoint (its best kept by
+``checkpoint.score`` when the config declares one, else its latest) and values (``--json``:
+one object with ``trials``, ``metric``, ``mode``, ``status``, ``best_trial``,
+``best_checkpoint``, ``best_checkpoint_by`` (the score's key or "latest"), ``best_config``,
+``tracking_uri``, ``parent_run_id``; Tune's progress goes to stderr). ``--resume`` continues
+an interrupted sweep (same storage and config) in the same parent run. Exit status 0 when
+some trial reported the metric, 1 otherwise, 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(payload, default=str))
     else:
         print(format_summary(payload))
-        print(f"\nbest checkpoint: {payload['best_checkpoint']}")
+        print(f"\nbest checkpoint ({payload['best_checkpoint_by']}): {payload['best_checkpoint']}")
         print(f"best configuration: {payload['best_config']}")
         print(f"MLflow parent run {payload['parent_run_id']} in '{experiment.experiment_name}'")
         print(f"open it with: {ui_command(tracking_uri)}")

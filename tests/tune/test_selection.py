@@ -142,3 +142,22 @@ def test_checkpoints_are_kept_by_the_declared_score(tmp_path: Path) -> None:
     assert declared.checkpoint.score_key == "env_runners/episode_return_mean"
     with pytest.raises(ConfigError, match=r"checkpoint.score='reward'; allowed: episode_return"):
         config_from_dict({"checkpoint": {"score": "reward"}})
+
+
+def test_a_trial_keeps_its_best_scored_checkpoint_or_its_latest() -> None:
+    from types import SimpleNamespace
+
+    from tune.selection import trial_checkpoint
+
+    key = "env_runners/episode_return_mean"
+    result = SimpleNamespace(
+        checkpoint="t/3",  # the latest
+        best_checkpoints=[
+            ("t/1", {"env_runners": {"episode_return_mean": -2.0}, "training_iteration": 1}),
+            ("t/2", {"env_runners": {"episode_return_mean": -0.5}, "training_iteration": 2}),
+            ("t/3", {"env_runners": {"episode_return_mean": -1.0}, "training_iteration": 3}),
+        ],
+    )
+    assert trial_checkpoint(result, key, "max") == "t/2"
+    assert trial_checkpoint(result, key, "min") == "t/1"
+    assert trial_checkpoint(result, None, "max") == "t/3"  # no declared score
