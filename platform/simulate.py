@@ -24,13 +24,14 @@ as a table, or with ``--json`` as one JSON object; ``--draw FILE.png`` also draw
 
 ``run`` simulates one policy (``--policy ordering+placement``) or several side by side
 (``--compare a,b,...``; ``las`` and ``srtf`` preempt, see ``--no-preemption``,
-``--min-run``, ``--las-thresholds``, ``--restart-cost``) on a generated workload or a
-real trace, under the ``--perf`` model (``contention``, the default, or ``ideal``: every
-job at its trace duration) and with backfilling (``--no-backfill``: strict order), and
-prints their metrics as a table (JCT mean/median/p90/p99, makespan, waiting, slowdown,
-utilization, fragmentation, contention, GPU-seconds consumed and their inflation over
-the ideal...), or with ``--json`` one object ``{"policies": {name: {metric: value}},
-"perf": ..., "backfill": ...}`` (times in seconds). ``--plot FILE.png`` draws the
+``--min-run``, ``--las-thresholds``, ``--no-consolidate``, ``--restart-cost``) on a
+generated workload or a real trace, under the ``--perf`` model (``contention``, the
+default, or ``ideal``: every job at its trace duration) and with backfilling
+(``--no-backfill``: strict order), and prints their metrics as a table (JCT
+mean/median/p90/p99, makespan, waiting, slowdown, utilization, fragmentation,
+contention, GPU-seconds consumed and their inflation over the ideal...), or with
+``--json`` one object ``{"policies": {name: {metric: value}}, "perf": ...,
+"backfill": ..., "consolidate": ...}`` (times in seconds). ``--plot FILE.png`` draws the
 JCT CDF and GPU utilization over time; ``--csv FILE`` writes the table; ``--jobs-csv
 FILE`` writes one row per job and policy (arrival, first start, finish -- empty if
 unfinished --, GPUs, servers spanned, preemptions, GPU-seconds consumed and ideal). Progress
@@ -424,6 +425,7 @@ def command_run(args: argparse.Namespace) -> int:
         min_run_s=args.min_run,
         las_thresholds_gpu_s=args.las_thresholds,
         las_promote_knob=args.las_promote,
+        consolidate=args.consolidate,
     )
 
     def scheduler_for(name: str) -> Any:
@@ -469,6 +471,7 @@ def command_run(args: argparse.Namespace) -> int:
             "max_contention": args.max_contention,
             "interference_coefficients": args.interference_coefficients,
             "backfill": args.backfill,
+            "consolidate": args.consolidate,
             "notes": notes,
         }
         print(json.dumps(json_safe(payload)), flush=True)
@@ -676,6 +679,14 @@ def add_run_command(commands: Any) -> None:
         help="Tiresias' starvation promotion: a demoted waiting job returns to LAS's first "
         "queue once it waited KNOB times its run time since its last preemption "
         f"(default {_knob_text(DEFAULT_LAS_PROMOTE_KNOB)})",
+    )
+    preemption.add_argument(
+        "--consolidate",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="start a job, fresh or resumed, only as compactly as it would be placed alone "
+        "(no more servers): a job that fits only spread waits, or preempts for room in one "
+        "piece (default: on); --no-consolidate takes any room, as before issue 20",
     )
     preemption.add_argument(
         "--restart-cost",

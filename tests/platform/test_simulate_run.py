@@ -152,7 +152,11 @@ def test_ideal_strict_run_records_its_settings_and_conserves_gpu_time() -> None:
 
 def test_defaults_are_contention_and_backfill_in_json_help_and_table() -> None:
     payload = json.loads(run(*TRACE_RUN, "--policy", "fifo+packing").stdout)
-    assert (payload["perf"], payload["backfill"]) == ("contention", True)
+    assert (payload["perf"], payload["backfill"], payload["consolidate"]) == (
+        "contention",
+        True,
+        True,
+    )
     assert payload["policies"]["fifo+packing"]["gpu_time_inflation"] >= 1.0
     table = run(*TRACE_RUN[:-1], "--policy", "fifo+packing", "--no-backfill").stdout
     assert "perf contention, backfill off (strict order)" in table
@@ -160,6 +164,7 @@ def test_defaults_are_contention_and_backfill_in_json_help_and_table() -> None:
     usage = " ".join(run("--help").stdout.split())
     assert "--backfill, --no-backfill" in usage and "(default: on)" in usage
     assert "--perf {ideal,contention}" in usage and "(default contention)" in usage
+    assert "--consolidate, --no-consolidate" in usage
 
 
 def test_jobs_csv_rows_match_the_trace_and_the_metrics(tmp_path: Path) -> None:
