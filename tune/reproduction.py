@@ -27,6 +27,8 @@ SMALL_EVALUATION_SEEDS = "evaluation.seeds=[1000, 1001, 1002, 1003, 1004]"
 SMALL_POD_BASELINES = (
     "evaluation.baselines=[fifo+tetris, fifo+load-balancing, fifo+lif, dsif+packing, dsif+locality]"
 )
+#: Small 000: 12 PPO iterations (about 24,600 steps, ~35 s each on a loaded 2-core machine).
+SMALL_CONTENTION = (SMALL_EVALUATION_SEEDS, "stop.training_iteration=12", "checkpoint.frequency=6")
 #: The small 001 pipeline: a shorter warm start, 4 PPO iterations, 3 validation seeds.
 SMALL_POD = (
     SMALL_EVALUATION_SEEDS,
@@ -85,7 +87,7 @@ SETTINGS: tuple[Setting, ...] = (
         "rl-base",
         "contention.yaml",
         "000 §V: 4 nodes x 8 GPUs, 256-job sets of the normal mix, RL-base, weight branch B",
-        small=(SMALL_EVALUATION_SEEDS, "stop.training_iteration=20", "checkpoint.frequency=10"),
+        small=SMALL_CONTENTION,
     ),
     Setting(
         "000",
@@ -93,7 +95,7 @@ SETTINGS: tuple[Setting, ...] = (
         "contention.yaml",
         "000 §V: as rl-base, RL-Hybrid (greedy multiplexing when the policy schedules nothing)",
         overrides=("environment.config.mode=hybrid",),
-        small=(SMALL_EVALUATION_SEEDS, "stop.training_iteration=20", "checkpoint.frequency=10"),
+        small=SMALL_CONTENTION,
     ),
     Setting(
         "001",
@@ -147,27 +149,58 @@ SETTINGS: tuple[Setting, ...] = (
         "002 §IV: 15 servers x 8 GPUs, 1000-job traces, DQN with prioritized replay",
         small=(
             SMALL_EVALUATION_SEEDS,
-            "stop.training_iteration=60",
+            # 40 iterations of 1000 env steps (~20 s each on a loaded 2-core machine).
+            "stop.training_iteration=40",
             "checkpoint.frequency=20",
-            # Learning starts after half a trace instead of five traces.
+            # Learning starts after half a trace instead of five traces; exploration
+            # decays over half the budget.
             "algorithm.extra.num_steps_sampled_before_learning_starts=500",
-            "algorithm.extra.epsilon=[[0, 1.0], [30000, 0.05]]",
+            "algorithm.extra.epsilon=[[0, 1.0], [20000, 0.05]]",
         ),
     ),
     Setting(
         "003",
         "reinforce",
+        "rltaps_reinforce.yaml",
+        "003 §4.5.2/§5.1: racks [2, 2, 2, 2] of 4-GPU machines, 400-job sequences, REINFORCE "
+        "with the per-step mean return of E = 20 episodes of a sequence as baseline",
+        # 4 updates of one sequence x 20 episodes (80 episodes).
+        small=(SMALL_EVALUATION_SEEDS, "stop.training_iteration=4", "checkpoint.frequency=2"),
+        # 003 §5.1: 50 epochs of 200 training sequences, one update per sequence (Alg. 1).
+        paper_scale=("stop.training_iteration=10000", "checkpoint.frequency=200"),
+    ),
+    Setting(
+        "003",
+        "ppo",
         "rltaps.yaml",
-        "003 §5.1: racks [2, 2, 2, 2] of 4-GPU machines, 400-job sequences, policy gradient "
-        "with a return baseline",
-        small=(SMALL_EVALUATION_SEEDS, "stop.training_iteration=15", "checkpoint.frequency=5"),
+        "003's environment and network, trained by PPO with a learned critic (not 003's protocol)",
+        # 10 iterations of 4000 steps (~60 episodes).
+        small=(SMALL_EVALUATION_SEEDS, "stop.training_iteration=10", "checkpoint.frequency=5"),
     ),
     Setting(
         "004",
         "sierra",
         "cush.yaml",
-        "004 §4: Sierra, 128 nodes of 2 CPUs + 4 GPUs, 20-job dgemm/daxpy sets",
-        small=(SMALL_EVALUATION_SEEDS, "stop.training_iteration=30", "checkpoint.frequency=10"),
+        "004 §3.4/§4: Sierra, 128 nodes of 2 CPUs + 4 GPUs, 20-job dgemm/daxpy sets; each "
+        "head trained by REINFORCE on its own return (Alg. 1, M = 24 simulations per set)",
+        # 6 updates of 2 job sets x 24 simulations (004: 10 sets per update).
+        small=(
+            SMALL_EVALUATION_SEEDS,
+            "stop.training_iteration=6",
+            "checkpoint.frequency=3",
+            "algorithm.extra.learner_config_dict.reinforce.sequences_per_update=2",
+        ),
+        # 004 §4: 5000 epochs of 10 job sets.
+        paper_scale=("stop.training_iteration=5000", "checkpoint.frequency=100"),
+    ),
+    Setting(
+        "004",
+        "sierra-ppo",
+        "cush_ppo.yaml",
+        "004's environment and networks, both heads trained by PPO on the local reward (not "
+        "004's protocol)",
+        # 8 iterations of 2000 steps (~200 job sets).
+        small=(SMALL_EVALUATION_SEEDS, "stop.training_iteration=8", "checkpoint.frequency=4"),
     ),
 )
 

@@ -32,8 +32,8 @@ def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 # ------------------------------------------------------------------ the papers' figures
-def figure(paper: str, label: str) -> PaperFigure:
-    (found,) = [f for f in figures_of(paper) if f.label == label]
+def figure(paper: str, label: str, setting: str = "sierra") -> PaperFigure:
+    (found,) = [f for f in figures_of(paper) if f.label == label and f.setting == setting]
     return found
 
 
@@ -59,6 +59,9 @@ def test_the_figures_are_the_papers_numbers() -> None:
     }
     assert {f.value for f in figures_of("001") if f.setting in ("vl2", "bcube")} == {21.0}
     assert {f.value for f in figures_of("002")} == {4.6, 2.1}
+    # Both trainings of 003 and of 004 are held to the same figures.
+    assert {f.setting for f in figures_of("003")} == {"reinforce", "ppo"}
+    assert figure("004", "NTAT of CuSH", "sierra-ppo").value == 3.33
     # 003 only plots its slowdowns: claims without numbers.
     assert {(f.reference, f.value, f.bound) for f in figures_of("003")} == {
         ("random", None, "lower"),
@@ -171,6 +174,12 @@ def test_the_paper_scale_is_the_papers_setting() -> None:
     assert config("000", "rl-hybrid", "paper").environment.config["mode"] == "hybrid"
     assert config("004", "sierra", "paper").environment.config["cluster"] == "sierra"
     assert config("002", "dqn", "paper").algorithm.name == "DQN"
+    # 003 §5.1: 50 epochs x 200 sequences, one update each; 004 §4: 5000 epochs.
+    assert config("003", "reinforce", "paper").stop.criteria()["training_iteration"] == 10000
+    assert config("004", "sierra", "paper").stop.criteria()["training_iteration"] == 5000
+    reinforce = config("004", "sierra", "small").algorithm.extra["learner_config_dict"]
+    assert reinforce["reinforce"]["episodes_per_sequence"] == 24  # M kept at small scale
+    assert reinforce["reinforce"]["sequences_per_update"] == 2
 
 
 # ------------------------------------------------------------------ argument errors
