@@ -436,36 +436,72 @@ def test_a_dqn_sweep_with_asha_and_optuna(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-def test_a_pbt_sweep_and_its_resume(tmp_path: Path) -> None:
-    """PBT over PPO's step size on the tiny experiment; --resume of the finished sweep
-    reuses its parent run and runs nothing again."""
+def test_a_pbt_sweep_interrupted_and_resumed(tmp_path: Path) -> None:
+    """PBT over PPO's step size on the tiny experiment, interrupted (Ctrl-C) once a trial
+    has its first checkpoint: the parent run ends KILLED and the program says how to go
+    on; ``--resume`` finishes every trial in the same parent and child runs, each
+    iteration logged once."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     sweep = (
         "sweep={space: {algorithm.lr: {loguniform: [1.0e-4, 1.0e-3]}}, num_samples: 2, "
         "scheduler: pbt, scheduler_config: {perturbation_interval: 1}}"
     )
-    args = ["--config", str(TINY), "--storage", str(tmp_path / "results"), "--json"]
+    storage = tmp_path / "results"
+    args = ["--config", str(TINY), "--storage", str(storage), "--json"]
     args += ["--set", f"tracking.tracking_uri={uri}", "--set", sweep]
-    result = run_program("tune/sweep.py", *args)
-    assert result.returncode == 0, result.stderr[-3000:]
-    payload = last_json(result.stdout)
+    args += ["--set", "stop.training_iteration=3"]
+    # Files, not pipes: nobody reads a pipe while the test waits, and a full one blocks.
+    out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
+    with out.open("w") as stdout_file, err.open("w") as stderr_file:
+        driver = subprocess.Popen(
+            [PYTHON, str(ROOT / "tune" / "sweep.py"), *args],
+            cwd=ROOT,
+            stdout=stdout_file,
+            stderr=stderr_file,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 300
+        while not list(storage.glob("tiny-sweep/*/checkpoint_000000")):
+            assert driver.poll() is None, "the sweep ended before it could be interrupted"
+            assert time.monotonic() < deadline, "no first checkpoint in time"
+            time.sleep(0.5)
+        driver.send_signal(signal.SIGINT)  # Ctrl-C, to the driver
+        driver.wait(timeout=300)
+    finally:
+        if driver.poll() is None:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+    assert driver.returncode == 130, err.read_text()[-3000:]
+    assert "continue with --resume" in err.read_text()
+    first = tiny_sweep_runs(uri)
+    assert [run.info.status for run in first[0]] == ["KILLED"]
+    resumed = run_program("tune/sweep.py", *args, "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    payload = last_json(resumed.stdout)
     assert payload["status"] == "FINISHED"
-    assert [row["training_iteration"] for row in payload["trials"]] == [2, 2]
+    assert payload["parent_run_id"] == first[0][0].info.run_id  # the same parent run
+    assert [row["training_iteration"] for row in payload["trials"]] == [3, 3]
     assert all(
         1e-4 / 1.2 <= row["params"]["algorithm.lr"] <= 1e-3 * 1.2 for row in payload["trials"]
     )
-    parents, children = sweep_runs(uri, "tiny", payload["parent_run_id"])
+    # tiny.yaml declares checkpoint.score: the best trial's best-scored kept checkpoint.
+    assert payload["best_checkpoint_by"] == "env_runners/episode_return_mean"
+    assert Path(payload["best_checkpoint"]).parent.name == payload["best_trial"]
+    parents, children = tiny_sweep_runs(uri)
     assert len(parents) == 1 and parents[0].data.tags["scheduler"] == "pbt"
+    assert parents[0].info.status == "FINISHED"
     assert sorted(run.info.status for run in children) == ["FINISHED", "FINISHED"]
-    resumed = run_program("tune/sweep.py", *args, "--resume")
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    again = last_json(resumed.stdout)
-    assert again["parent_run_id"] == payload["parent_run_id"]
-    assert sorted(row["trial"] for row in again["trials"]) == sorted(
-        row["trial"] for row in payload["trials"]
-    )
-    parents, children = sweep_runs(uri, "tiny", payload["parent_run_id"])
-    assert [run.info.status for run in parents] == ["FINISHED"] and len(children) == 2
+    for run in children:  # the runs of before the interruption, continued
+        steps = client(uri).get_metric_history(run.info.run_id, "time_this_iter_s")
+        assert sorted(metric.step for metric in steps) == [1, 2, 3]
+
+
+def tiny_sweep_runs(uri: str) -> tuple[list, list]:
+    """The tiny experiment's sweep parent run(s) and all its trials' runs."""
+    runs = runs_of(uri, "tiny")
+    parents = [run for run in runs if run.data.tags.get("stage") == "sweep"]
+    return parents, [run for run in runs if run.data.tags.get("stage") != "sweep"]
 
 
 def start_mlflow_server(tmp_path: Path, port: int) -> subprocess.Popen:
