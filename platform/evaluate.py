@@ -7,6 +7,8 @@ How to run
     python platform/evaluate.py --config tune/configs/demo.yaml --baselines fifo+packing,las+lif \\
         --seeds 2000,2001,2002 --set environment.config.num_jobs=80 --json
     python platform/evaluate.py --config tune/configs/demo.yaml --checkpoint PATH --mlflow
+    # the policy an evaluation run logged (its policy_artifacts tag), or one in s3://, gs://
+    python platform/evaluate.py --config tune/configs/demo.yaml --checkpoint runs:/<run id>/policy
 
 What you get
 ------------
@@ -20,7 +22,10 @@ Student-t confidence interval over seeds per policy, with the best heuristic mar
 each row's difference to it, or with ``--json`` one object ``{"policies": {name: {metric:
 mean}}, "evaluation": {name: {kind, metrics, ci95, seeds, per_seed}}, "summary": {...}}``;
 with ``--mlflow`` each policy is also logged as a run of the config's MLflow experiment
-(means and ``<metric>_ci95``). Without ``--checkpoint`` only heuristics are evaluated. Bad
+(means and ``<metric>_ci95``). ``--checkpoint`` takes an Algorithm checkpoint or a policy
+folder, local or by URI: an MLflow artifact (``runs:/<run id>/policy``, downloaded from the
+config's tracking server) or any URI Tune's storage takes (:mod:`tune.policy_source`).
+Without ``--checkpoint`` only heuristics are evaluated. Bad
 arguments and bad configs (nested keys included, :mod:`tune.preflight`) print one line on
 stderr and exit with status 2 before Ray starts.
 """
@@ -30,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 from envs.sim.report import json_safe
@@ -44,7 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", type=Path, required=True, help="the experiment YAML")
-    parser.add_argument("--checkpoint", type=Path, help="an Algorithm checkpoint folder")
+    parser.add_argument(
+        "--checkpoint",
+        help="an Algorithm checkpoint or policy folder: a path, runs:/<run id>/policy, s3://...",
+    )
     parser.add_argument(
         "--baselines",
         help="heuristics, comma separated, or 'all' (default: the config's evaluation list)",
@@ -73,6 +82,12 @@ def main(argv: list[str] | None = None) -> int:
             overrides.append(f"evaluation.baselines=[{', '.join(names)}]")
     if args.seeds is not None:
         overrides.append(f"evaluation.seeds=[{args.seeds}]")
+    with tempfile.TemporaryDirectory(prefix="podsched-policy-") as workdir:
+        return evaluate(args, overrides, Path(workdir))
+
+
+def evaluate(args: argparse.Namespace, overrides: list[str], workdir: Path) -> int:
+    """Check the config, fetch the policy (into ``workdir``), play and report."""
     try:
         experiment = load_config(args.config, overrides)
         from tune.preflight import check_experiment
@@ -80,11 +95,17 @@ def main(argv: list[str] | None = None) -> int:
         check_experiment(experiment)  # nested keys, model/env fit: before Ray, one line
         modules = None
         if args.checkpoint is not None:
-            from tune.evaluation import module_paths
+            from tune.mlflow_tracking import resolve_tracking_uri
+            from tune.policy_source import policy_modules
             from tune.rllib_config import module_ids
 
-            modules = module_paths(args.checkpoint.resolve(), module_ids(experiment))
-    except (ConfigError, ValueError, FileNotFoundError) as error:
+            modules = policy_modules(
+                args.checkpoint,
+                module_ids(experiment),
+                resolve_tracking_uri(experiment),
+                workdir,
+            )
+    except (ConfigError, ValueError) as error:
         print(f"evaluate.py: error: {error}", file=sys.stderr)
         return 2
     from tune.evaluation import evaluate_experiment, format_evaluation, statistics_table, summary
@@ -97,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     info = summary(experiment, table)
     if args.mlflow:
         tracking_uri = resolve_tracking_uri(experiment)
-        checkpoint = str(args.checkpoint or "")
+        checkpoint = args.checkpoint or ""
         log_evaluation_runs(
             experiment, tracking_uri, table, info, params={"checkpoint": checkpoint}
         )

@@ -176,6 +176,17 @@ def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path) -> None
     policy_uri = f"runs:/{learned.info.run_id}/policy"
     assert {run.data.tags["policy_artifacts"] for run in evaluation.values()} == {policy_uri}
     assert_policy_matches_checkpoint(uri, policy_uri, Path(payload["checkpoint"]), tmp_path)
+    # evaluate.py fetches that policy by its URI and plays the held-out workload again:
+    # the greedy policy's schedule, so its metrics, are training's evaluation's.
+    again = run_program(
+        "platform/evaluate.py",
+        *("--config", str(TINY), "--checkpoint", policy_uri, "--no-ray", "--json"),
+        *("--set", f"tracking.tracking_uri={uri}", "--baselines", "fifo+packing"),
+    )
+    assert again.returncode == 0, again.stderr[-3000:]
+    replayed = last_json(again.stdout)["policies"]
+    for policy in ("learned-greedy", "fifo+packing"):
+        assert replayed[policy]["avg_jct"] == pytest.approx(payload["policies"][policy]["avg_jct"])
 
 
 def assert_policy_matches_checkpoint(
