@@ -76,7 +76,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from envs.schedulers.base import Ordering, Placement, check_min_run
-from envs.schedulers.capacity import one_group_per_socket, rows_capacity, rows_socket_capacity
+from envs.schedulers.capacity import (
+    one_group_per_socket,
+    rows_capacity,
+    rows_socket_capacity,
+    server_capacity,
+)
 from envs.schedulers.domains import locality_levels
 from envs.schedulers.las import check_promote_knob, check_thresholds
 from envs.schedulers.locality import best_level
@@ -150,6 +155,8 @@ class Preemptor:
         self.consolidate = ordering.consolidate and placement.memoizable
         self._best_levels: dict[int, int] = {}
         self._alone: dict[int, tuple[int, int]] = {}
+        self._holdings: _Holdings | None = None
+        self._pass_victims = np.zeros(0, dtype=np.int64)
 
     def run(
         self,
@@ -166,6 +173,10 @@ class Preemptor:
         victims = self._preemptible(sim)
         if not len(waiting) or not len(victims):
             return False
+        # Every victim's tasks, read once per pass when a plan first needs them (plans
+        # release subsets of them).
+        self._holdings = None
+        self._pass_victims = victims
         rank = joint_ranks(sim, self.ordering, np.concatenate([waiting, victims]))
         waiting_rank, victim_rank = rank[: len(waiting)], rank[len(waiting) :]
         outranks = np.flatnonzero(waiting_rank < victim_rank.max())
@@ -257,10 +268,42 @@ class Preemptor:
 
     def may_start_compact(self, sim: Simulator, view: ClusterView, job: int) -> bool:
         """Whether ``view`` may hold ``job`` compactly (a necessary condition; True
-        without consolidation and for one-task jobs)."""
+        without consolidation and for one-task jobs). Remembered per placement key until
+        the view changes."""
         if not self.consolidate or sim.num_workers[job] + sim.num_ps[job] == 1:
             return True
-        return self._may_be_compact(sim, view, job, view.free_gpus, view.free_cores)
+        tasks = JobTasks.of(sim, job)
+        if len(tasks.kinds) == 1 and self._alone_span(sim, view, job)[0] == 1:
+            # Alike tasks on one server: the most any server holds decides, known per
+            # kind of task once per state of the view.
+            kind = tasks.kinds[0]
+            key = ("most per server", kind.gpus, kind.cpus)
+            most = view.derived.get(key)
+            if most is None:
+                capacity = server_capacity(
+                    sim.cluster, view.free_gpus, view.free_cores, kind.gpus, kind.cpus
+                )
+                most = view.derived[key] = int(capacity.max())
+            return bool(most >= kind.count)
+        key = ("may be compact", int(self.job_keys[job]))
+        answer = view.derived.get(key)
+        if answer is None:
+            answer = self._may_be_compact(sim, view, job, view.free_gpus, view.free_cores)
+            view.derived[key] = answer
+        return bool(answer)
+
+    def _released(
+        self, sim: Simulator, view: ClusterView, victims: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(free GPUs per group, free cores per socket)`` of ``view`` with every one of
+        the running ``victims`` (of this pass) released; the view is left alone."""
+        if self._holdings is None:
+            self._holdings = _Holdings(sim, self._pass_victims)
+        task_group, task_gpus, task_cpus = self._holdings.of(victims)
+        free_gpus, free_cores = view.free_gpus.copy(), view.free_cores.copy()
+        np.add.at(free_gpus, task_group, task_gpus)
+        np.add.at(free_cores, sim.cluster.group_socket[task_group], task_cpus)
+        return free_gpus, free_cores
 
     def _may_be_compact(
         self,
@@ -329,7 +372,7 @@ class Preemptor:
             return None  # not even all the victims together
         servers = self._alone_span(sim, view, job)[0] if self.consolidate else None
         if servers is not None and not self._may_be_compact(
-            sim, view, job, *_released(sim, view, victims), slack=_PROBE_SLACK
+            sim, view, job, *self._released(sim, view, victims), slack=_PROBE_SLACK
         ):
             return None  # no compact room even with every victim gone: the usual answer
         skip = int(np.argmax(enough))
@@ -485,16 +528,21 @@ def _possible_rooms(
     return possible
 
 
-def _released(
-    sim: Simulator, view: ClusterView, victims: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(free GPUs per group, free cores per socket)`` of ``view`` with every one of the
-    running ``victims`` released (arrays; the view is left alone)."""
-    _, task_group, task_gpus, task_cpus = sim.placements_of(victims)
-    free_gpus, free_cores = view.free_gpus.copy(), view.free_cores.copy()
-    np.add.at(free_gpus, task_group, task_gpus)
-    np.add.at(free_cores, sim.cluster.group_socket[task_group], task_cpus)
-    return free_gpus, free_cores
+class _Holdings:
+    """The tasks of a pass's victims, gathered once: ``of(jobs)`` selects those of any
+    subset (in the pass's order: the probe's core slack absorbs sums in another order)."""
+
+    def __init__(self, sim: Simulator, victims: np.ndarray) -> None:
+        owner, self.task_group, self.task_gpus, self.task_cpus = sim.placements_of(victims)
+        self.task_job = victims[owner]
+        self._chosen = np.zeros(sim.num_jobs, dtype=bool)
+
+    def of(self, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(task_group, task_gpus, task_cpus)`` of the tasks of ``jobs``."""
+        self._chosen[jobs] = True
+        mine = self._chosen[self.task_job]
+        self._chosen[jobs] = False
+        return self.task_group[mine], self.task_gpus[mine], self.task_cpus[mine]
 
 
 def _compact_rooms(

@@ -33,9 +33,11 @@ class ClusterView:
 
     ``free_gpus[G]`` and ``free_cores[C]`` are private copies; ``claims`` lists the
     ``(job, task_groups)`` claimed in this decision, ``released`` the running jobs whose
-    resources were given back (preemptions). ``job_keys[J]`` (optional) gives each
-    job a placement-memo key: jobs with equal keys must get equal placements from any
-    deterministic placement (same tasks, same profile where it matters).
+    resources were given back (preemptions). ``derived``: what a caller computed from
+    the free resources, by its own keys, forgotten whenever they change. ``job_keys[J]``
+    (optional) gives each job a placement-memo key: jobs with equal keys must get equal
+    placements from any deterministic placement (same tasks, same profile where it
+    matters).
     """
 
     def __init__(self, sim: Simulator, job_keys: np.ndarray | None = None) -> None:
@@ -49,6 +51,7 @@ class ClusterView:
         self._memo: dict[Hashable, np.ndarray | None] = {}
         self._kind_capacity: dict[tuple[int, float], int] = {}
         self._loads: InterferenceLoads | None = None
+        self.derived: dict[Hashable, object] = {}
         self._refresh_totals()
 
     def _refresh_totals(self) -> None:
@@ -156,6 +159,7 @@ class ClusterView:
         twin.free_gpus, twin.free_cores = self.free_gpus.copy(), self.free_cores.copy()
         twin.claims, twin.released = list(self.claims), set(self.released)
         twin._memo, twin._kind_capacity, twin._loads = {}, {}, None
+        twin.derived = {}
         twin._refresh_totals()
         return twin
 
@@ -175,4 +179,5 @@ class ClusterView:
         """Forget what was derived from the free resources."""
         self._memo.clear()
         self._kind_capacity.clear()
+        self.derived.clear()
         self._refresh_totals()
