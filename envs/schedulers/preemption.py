@@ -156,7 +156,7 @@ class Preemptor:
         self._best_levels: dict[int, int] = {}
         self._alone: dict[int, tuple[int, int]] = {}
         self._holdings: _Holdings | None = None
-        self._pass_victims = np.zeros(0, dtype=np.int64)
+        self._holdings_fresh = False
 
     def run(
         self,
@@ -173,10 +173,9 @@ class Preemptor:
         victims = self._preemptible(sim)
         if not len(waiting) or not len(victims):
             return False
-        # Every victim's tasks, read once per pass when a plan first needs them (plans
-        # release subsets of them).
-        self._holdings = None
-        self._pass_victims = victims
+        # The running jobs' tasks, brought up to date once per pass when a plan first
+        # needs them (plans release subsets of them).
+        self._holdings_fresh = False
         rank = joint_ranks(sim, self.ordering, np.concatenate([waiting, victims]))
         waiting_rank, victim_rank = rank[: len(waiting)], rank[len(waiting) :]
         outranks = np.flatnonzero(waiting_rank < victim_rank.max())
@@ -224,6 +223,17 @@ class Preemptor:
             start(job, groups)
             position += 1
         return preempted
+
+    def started(self, sim: Simulator, job: int) -> None:
+        """Book a start of ``job`` by the scheduler, now."""
+        self.started_at[job] = sim.now
+        self.holdings(sim).starts[job] += 1
+
+    def holdings(self, sim: Simulator) -> _Holdings:
+        """The running tasks' table of this simulation (made on first use)."""
+        if self._holdings is None or self._holdings.sim is not sim:
+            self._holdings = _Holdings(sim)
+        return self._holdings
 
     def request_wake_up(self, sim: Simulator) -> None:
         """Ask for a decision when a waiting job may next preempt (event mode only)."""
@@ -297,9 +307,11 @@ class Preemptor:
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(free GPUs per group, free cores per socket)`` of ``view`` with every one of
         the running ``victims`` (of this pass) released; the view is left alone."""
-        if self._holdings is None:
-            self._holdings = _Holdings(sim, self._pass_victims)
-        task_group, task_gpus, task_cpus = self._holdings.of(victims)
+        holdings = self.holdings(sim)
+        if not self._holdings_fresh:
+            holdings.refresh()
+            self._holdings_fresh = True
+        task_group, task_gpus, task_cpus = holdings.of(victims)
         free_gpus, free_cores = view.free_gpus.copy(), view.free_cores.copy()
         np.add.at(free_gpus, task_group, task_gpus)
         np.add.at(free_cores, sim.cluster.group_socket[task_group], task_cpus)
@@ -529,16 +541,45 @@ def _possible_rooms(
 
 
 class _Holdings:
-    """The tasks of a pass's victims, gathered once: ``of(jobs)`` selects those of any
-    subset (in the pass's order: the probe's core slack absorbs sums in another order)."""
+    """The tasks of the running jobs, kept across decisions: a job's rows are gathered
+    (:meth:`~envs.sim.Simulator.placements_of`) when it is first seen running after a
+    start, and dropped once it stops; ``of(jobs)`` selects the rows of any of them (in
+    the table's order: the probe's core slack absorbs sums in another order).
 
-    def __init__(self, sim: Simulator, victims: np.ndarray) -> None:
-        owner, self.task_group, self.task_gpus, self.task_cpus = sim.placements_of(victims)
-        self.task_job = victims[owner]
+    ``starts[job]`` counts the scheduler's starts of each job: rows gathered at another
+    count belong to an earlier placement.
+    """
+
+    def __init__(self, sim: Simulator) -> None:
+        self.sim = sim
+        self.starts = np.zeros(sim.num_jobs, dtype=np.int64)
+        self._gathered_at = np.full(sim.num_jobs, -1, dtype=np.int64)
+        self.task_job = np.zeros(0, dtype=np.int64)
+        self.task_group = np.zeros(0, dtype=np.int64)
+        self.task_gpus = np.zeros(0, dtype=np.int64)
+        self.task_cpus = np.zeros(0)
         self._chosen = np.zeros(sim.num_jobs, dtype=bool)
 
+    def refresh(self) -> None:
+        """Bring the rows up to the simulator's running jobs."""
+        sim = self.sim
+        running = np.zeros(sim.num_jobs, dtype=bool)
+        running[sim.running_jobs()] = True
+        current = running & (self._gathered_at == self.starts)
+        keep = current[self.task_job]
+        new = np.flatnonzero(running & ~current)
+        if keep.all() and not len(new):
+            return
+        self._gathered_at[~running] = -1
+        owner, group, gpus, cpus = sim.placements_of(new)
+        self._gathered_at[new] = self.starts[new]
+        self.task_job = np.concatenate([self.task_job[keep], new[owner]])
+        self.task_group = np.concatenate([self.task_group[keep], group])
+        self.task_gpus = np.concatenate([self.task_gpus[keep], gpus])
+        self.task_cpus = np.concatenate([self.task_cpus[keep], cpus])
+
     def of(self, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(task_group, task_gpus, task_cpus)`` of the tasks of ``jobs``."""
+        """``(task_group, task_gpus, task_cpus)`` of the tasks of running ``jobs``."""
         self._chosen[jobs] = True
         mine = self._chosen[self.task_job]
         self._chosen[jobs] = False

@@ -255,7 +255,7 @@ class Scheduler:
         view.claim(job, groups)
         self.delays.pop(job, None)
         if self._preemptor is not None:
-            self._preemptor.started_at[job] = sim.now
+            self._preemptor.started(sim, job)
 
     def _spread_hold(self, sim: Simulator, view: ClusterView, job: int, groups: np.ndarray) -> bool:
         """Whether a preemptive ordering's consolidation holds ``job`` back: ``groups``
