@@ -32,6 +32,7 @@ ROW_KEYS = {
     "gpu_seconds",
     "gpu_time_inflation",
     "wall_s",
+    "cpu_s",
     "reference_loop_s",
 }
 CHECK_KEYS = {"goal", "case", "value", "target", "met", "rows"}
