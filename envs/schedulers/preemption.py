@@ -366,7 +366,8 @@ class Preemptor:
         """``(victims to preempt, task groups)`` that let ``job`` start, or None.
 
         ``victims`` (with their joint ``rank``) are tried closest in GPUs to the job first,
-        the lowest-ranked first among equals.
+        the lowest-ranked first among equals. Under consolidation only compact room
+        counts, and a plan whose victims all together leave none fails at once.
         """
         tasks = JobTasks.of(sim, job)
         tried_first = np.lexsort((-rank, np.abs(sim.running_gpus[victims] - tasks.total_gpus)))
