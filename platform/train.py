@@ -26,6 +26,10 @@ and each row's difference to it) is printed and logged to MLflow, one run per po
 the same metric names (means, plus ``<metric>_ci95`` half-widths), plus artifacts on the
 learned summary row (config, learning curve, JCT CDF of the learned rows against the best
 heuristic, ``evaluation.csv`` and ``evaluation.json`` with per-seed values, checkpoint path).
+An MLflow server that cannot be reached is waited for, training's metrics buffered and the
+evaluation runs retried for up to five minutes; if it stays down, the evaluation's files
+are kept under ``$PODSCHED_RESULTS/unlogged-evaluations/`` (``evaluation_unlogged`` in the
+JSON), the table is still printed, and the exit status is 1.
 ``--json`` prints one final object: ``checkpoint`` (the evaluated policy's folder),
 ``tracking_uri``, ``experiment``,
 ``policies`` ({name: {metric: mean}}), ``evaluation`` ({name: {kind, metrics, ci95, seeds,
@@ -54,7 +58,7 @@ import yaml
 
 from envs.sim.report import json_safe
 from tune.experiment import ConfigError, ExperimentConfig, load_config
-from tune.paths import default_storage, local_folder, resolve_storage
+from tune.paths import default_storage, local_folder, resolve_storage, results_root
 from tune.runs import BEST_METRIC, checkpoint_folder
 
 #: The exit status of an interrupted run (128 + SIGINT, as shells report Ctrl-C).
@@ -240,6 +244,15 @@ def write_evaluation_table(
     return [csv_path, json_path]
 
 
+class EvaluationNotLoggedError(Exception):
+    """MLflow stayed unreachable while the evaluation runs were logged; their files
+    (tables, plots, the policy) were kept in ``folder``."""
+
+    def __init__(self, folder: Path, error: BaseException) -> None:
+        super().__init__(f"evaluation not logged ({error}); kept in {folder}")
+        self.folder, self.error = folder, error
+
+
 def log_evaluation(
     experiment: ExperimentConfig,
     tracking_uri: str,
@@ -288,14 +301,22 @@ def log_evaluation(
             # Which candidate was evaluated and why: every candidate's validation avg JCT.
             (out / "validation.json").write_text(json.dumps(info["validation"], indent=1))
         seeds = ",".join(map(str, experiment.evaluation.seeds))
-        log_evaluation_runs(
-            experiment,
-            tracking_uri,
-            table,
-            info,
-            params={"evaluation.seeds": seeds},
-            artifacts=sorted(out.iterdir()),
-        )
+        from tune.mlflow_retry import outage_errors
+
+        try:
+            log_evaluation_runs(
+                experiment,
+                tracking_uri,
+                table,
+                info,
+                params={"evaluation.seeds": seeds},
+                artifacts=sorted(out.iterdir()),
+            )
+        except outage_errors() as error:
+            # The comparison took minutes to play: keep what would have been logged.
+            kept = results_root() / "unlogged-evaluations" / time.strftime("%Y%m%d-%H%M%S")
+            shutil.copytree(out, kept / experiment.name)
+            raise EvaluationNotLoggedError(kept / experiment.name, error) from error
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -368,6 +389,7 @@ def train_and_evaluate(
     info: dict[str, Any] = {}
     validation: dict[str, float] = {}
     evaluation_s = 0.0
+    unlogged: str | None = None
     if not args.skip_evaluation:
         from tune.evaluation import evaluate_experiment, summary
 
@@ -380,7 +402,16 @@ def train_and_evaluate(
             info["validation"] = {"chosen": checkpoint, "avg_jct": validation}
             if clone_scores:
                 info["validation"]["clones"] = clone_scores
-        log_evaluation(experiment, tracking_uri, table, best, checkpoint, info, modules)
+        try:
+            log_evaluation(experiment, tracking_uri, table, best, checkpoint, info, modules)
+        except EvaluationNotLoggedError as failure:
+            print(
+                f"train.py: warning: the evaluation runs were not logged to {tracking_uri} "
+                f"({type(failure.error).__name__}); their files are in {failure.folder}, "
+                f"the table follows",
+                file=sys.stderr,
+            )
+            unlogged = str(failure.folder)
     from tune.evaluation import statistics_table
 
     payload = {
@@ -393,6 +424,8 @@ def train_and_evaluate(
         "training_s": round(training_s, 1),
         "evaluation_s": round(evaluation_s, 1),
     }
+    if unlogged is not None:
+        payload["evaluation_unlogged"] = unlogged
     if not args.json:
         if table:
             from tune.evaluation import format_evaluation
@@ -404,7 +437,7 @@ def train_and_evaluate(
         print(f"\nevaluated policy: {checkpoint}")
         print(f"MLflow experiment '{experiment.experiment_name}' at {tracking_uri}")
         print(f"open it with: {ui_command(tracking_uri)}")
-    return 0, payload
+    return (0 if unlogged is None else 1), payload
 
 
 if __name__ == "__main__":

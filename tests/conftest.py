@@ -1,12 +1,22 @@
 """Shared fixtures: one real local Ray per test session, started only when a test asks;
 every default result folder (tune.paths) moved into a temporary folder, so no test writes
-into the repository or the user's home."""
+into the repository or the user's home; a real MLflow server behind a gate that can cut it
+off (an outage as clients see it)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
+import socket
+import subprocess
+import sys
 import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -31,3 +41,100 @@ def results_in_a_temporary_folder(tmp_path_factory):
     points into the session's temporary folder, for this process and the programs it runs."""
     os.environ["PODSCHED_RESULTS"] = str(tmp_path_factory.mktemp("podsched-results"))
     yield
+
+
+def free_local_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Gate:
+    """A TCP relay on 127.0.0.1:``port`` to a real server on ``upstream``: :meth:`close`
+    drops every connection and refuses new ones (an outage, as clients see it), :meth:`open`
+    accepts again on the same port -- without restarting the server behind it."""
+
+    def __init__(self, port: int, upstream: int) -> None:
+        self.port, self.upstream = port, upstream
+        self.listener: socket.socket | None = None
+        self.connections: list[socket.socket] = []
+
+    def open(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(16)
+        self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def close(self) -> None:
+        if self.listener is not None:
+            # shutdown wakes the thread blocked in accept(); close alone would not.
+            with contextlib.suppress(OSError):
+                self.listener.shutdown(socket.SHUT_RDWR)
+            self.listener.close()
+            self.listener = None
+        for connection in self.connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+            connection.close()
+        self.connections.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client_side, _ = listener.accept()
+            except OSError:  # closed: the outage
+                return
+            server_side = socket.create_connection(("127.0.0.1", self.upstream))
+            self.connections += [client_side, server_side]
+            for source, target in ((client_side, server_side), (server_side, client_side)):
+                threading.Thread(target=self._pipe, args=(source, target), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, target: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                target.sendall(data)
+        with contextlib.suppress(OSError):
+            target.shutdown(socket.SHUT_WR)
+
+
+@pytest.fixture
+def gated_mlflow(tmp_path: Path) -> Iterator[tuple[Gate, str]]:
+    """A real ``mlflow server`` over a sqlite store in ``tmp_path``, reached through an open
+    :class:`Gate`: yields the gate and the tracking URI (the gate's). The server's process
+    group is stopped by its own id afterwards."""
+    server_port, port = free_local_port(), free_local_port()
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "mlflow"),
+            *("server", "--host", "127.0.0.1", "--port", str(server_port)),
+            *("--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}"),
+            *("--artifacts-destination", str(tmp_path / "artifacts")),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    gate = Gate(port, server_port)
+    try:
+        deadline = time.monotonic() + 300  # minutes on a busy 2-core machine
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", server_port), timeout=1):
+                    break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "no mlflow server"
+                time.sleep(0.5)
+        gate.open()
+        yield gate, f"http://127.0.0.1:{port}"
+    finally:
+        gate.close()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()

@@ -16,7 +16,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,8 +121,10 @@ def log_run(
     tags: dict[str, str] | None = None,
     artifacts: list[Path] | None = None,
     parent_run_id: str | None = None,
+    on_created: Callable[[str], None] | None = None,
 ) -> str:
-    """Create a finished run with params, metrics, tags and artifacts; returns its id."""
+    """Create a finished run with params, metrics, tags and artifacts; returns its id.
+    ``on_created`` hears the run's id as soon as the run exists (before its contents)."""
     from mlflow.entities import Metric, Param, RunTag
 
     client = _client(tracking_uri)
@@ -132,6 +134,8 @@ def log_run(
         all_tags["mlflow.parentRunId"] = parent_run_id
     run = client.create_run(experiment_id(tracking_uri, experiment_name), tags=all_tags)
     run_id = run.info.run_id
+    if on_created is not None:
+        on_created(run_id)
     now = int(time.time() * 1000)
     client.log_batch(
         run_id,
@@ -166,7 +170,7 @@ STEP_METRIC = "time_this_iter_s"
 
 
 @contextlib.contextmanager
-def _quick_http() -> Iterator[None]:
+def quick_http() -> Iterator[None]:
     """MLflow's HTTP client with few retries and a short timeout, for this block only."""
     saved = {key: os.environ.get(key) for key in QUICK_HTTP}
     os.environ.update(QUICK_HTTP)
@@ -221,7 +225,7 @@ class MLflowTrialCallback(ray_tune.Callback):
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         """Open the trial's run, or reopen it (RUNNING again) after a resume."""
         try:
-            with _quick_http():
+            with quick_http():
                 self._open(trial)
         except Exception as error:  # MLflow down: opened with the next result
             self._note_outage(error)
@@ -345,7 +349,7 @@ class MLflowTrialCallback(ray_tune.Callback):
 
     def _flush(self) -> None:
         client = _client(self.tracking_uri)
-        with _quick_http():
+        with quick_http():
             while self.pending:
                 kind, run_id, payload = self.pending[0]
                 try:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tune.experiment import ConfigError, ExperimentConfig
+from tune.mlflow_retry import Deadline
 from tune.paths import results_root, storage_join
 
 #: The training result Tune ranks trials by.
@@ -134,26 +135,33 @@ def log_evaluation_runs(
     info: dict[str, Any],
     params: dict[str, str],
     artifacts: list[Path] | None = None,
+    deadline: Deadline | None = None,
 ) -> None:
     """One MLflow run (:func:`evaluation_run_name`) per row of ``table``
     (:mod:`tune.evaluation`): its means and ``<metric>_ci95`` half-widths, ``params`` plus
     the policy, tags saying its kind, whether it is the best heuristic or the learned
     summary row of ``info`` (:func:`tune.evaluation.summary`); ``artifacts`` (the policy
-    among them) go on the learned summary row, which every other run links to."""
+    among them) go on the learned summary row, which every other run links to. An
+    unreachable server is waited for until ``deadline`` (default: one
+    :data:`tune.mlflow_retry.RETRY_FOR_S` seconds from now for all the runs), then its
+    error is raised."""
     from tune.evaluation import ci_metrics
-    from tune.mlflow_tracking import experiment_tags, log_run
+    from tune.mlflow_retry import log_run_retrying, retrying
+    from tune.mlflow_tracking import experiment_tags
 
     tags = experiment_tags(experiment)
     # The learned summary row first: its run holds the artifacts (the policy among them),
     # and every other run of the comparison links to it.
     order = sorted(table, key=lambda policy: policy != info["learned"])
     linked: dict[str, str] = {}
+    deadline = deadline or Deadline(tracking_uri)
     for policy in order:
         entry = table[policy]
-        run_id = log_run(
+        run_id = log_run_retrying(
             tracking_uri,
             experiment.experiment_name,
             evaluation_run_name(policy, experiment.evaluation.seeds),
+            deadline,
             params={"policy": policy, **params},
             metrics={**entry["metrics"], **ci_metrics(entry)},
             tags={
@@ -168,8 +176,14 @@ def log_evaluation_runs(
             artifacts=artifacts if policy == info["learned"] else None,
         )
         if policy == info["learned"] and any(Path(a).name == "policy" for a in artifacts or []):
-            linked = {"policy_artifacts": f"runs:/{run_id}/policy"}
-            client_tag(tracking_uri, run_id, "policy_artifacts", linked["policy_artifacts"])
+            uri = f"runs:/{run_id}/policy"
+            linked = {"policy_artifacts": uri}
+            retrying(
+                lambda run_id=run_id, uri=uri: client_tag(
+                    tracking_uri, run_id, "policy_artifacts", uri
+                ),
+                deadline,
+            )
 
 
 def checkpoint_folder(checkpoint: Any) -> str:

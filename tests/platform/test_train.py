@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -515,95 +514,9 @@ def tiny_sweep_runs(uri: str) -> tuple[list, list]:
     return parents, [run for run in runs if run.data.tags.get("stage") != "sweep"]
 
 
-def start_mlflow_server(tmp_path: Path, port: int) -> subprocess.Popen:
-    """A real ``mlflow server`` on 127.0.0.1:``port`` over a sqlite store in ``tmp_path``,
-    once it accepts connections."""
-    server = subprocess.Popen(
-        [
-            str(BIN / "mlflow"),
-            *("server", "--host", "127.0.0.1", "--port", str(port)),
-            *("--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}"),
-            *("--artifacts-destination", str(tmp_path / "artifacts")),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return server
-        except OSError:
-            assert server.poll() is None and time.monotonic() < deadline, "mlflow server down"
-            time.sleep(0.5)
-
-
-def stop_mlflow_server(server: subprocess.Popen, how: int = signal.SIGTERM) -> None:
-    """Stop a server started by :func:`start_mlflow_server` (its whole process group)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(server.pid, how)
-    server.wait(timeout=30)
-
-
-class Gate:
-    """A TCP relay on 127.0.0.1:``port`` to a real server on ``upstream``: :meth:`close`
-    drops every connection and refuses new ones (an outage, as clients see it), :meth:`open`
-    accepts again on the same port -- without restarting the server behind it."""
-
-    def __init__(self, port: int, upstream: int) -> None:
-        self.port, self.upstream = port, upstream
-        self.listener: socket.socket | None = None
-        self.connections: list[socket.socket] = []
-
-    def open(self) -> None:
-        listener = socket.socket()
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
-        listener.listen(16)
-        self.listener = listener
-        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
-
-    def close(self) -> None:
-        if self.listener is not None:
-            # shutdown wakes the thread blocked in accept(); close alone would not.
-            with contextlib.suppress(OSError):
-                self.listener.shutdown(socket.SHUT_RDWR)
-            self.listener.close()
-            self.listener = None
-        for connection in self.connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-            connection.close()
-        self.connections.clear()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client_side, _ = listener.accept()
-            except OSError:  # closed: the outage
-                return
-            server_side = socket.create_connection(("127.0.0.1", self.upstream))
-            self.connections += [client_side, server_side]
-            for source, target in ((client_side, server_side), (server_side, client_side)):
-                threading.Thread(target=self._pipe, args=(source, target), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, target: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while data := source.recv(65536):
-                target.sendall(data)
-        with contextlib.suppress(OSError):
-            target.shutdown(socket.SHUT_WR)
-
-
 @pytest.mark.integration
-def test_training_rides_out_an_mlflow_outage(tmp_path: Path) -> None:
-    server_port, port = free_port(), free_port()
-    server = start_mlflow_server(tmp_path, server_port)
-    gate = Gate(port, server_port)  # training reaches the real server through it
-    gate.open()
-    uri = f"http://127.0.0.1:{port}"
+def test_training_rides_out_an_mlflow_outage(tmp_path: Path, gated_mlflow) -> None:
+    gate, uri = gated_mlflow  # training reaches a real server through the gate
     storage = tmp_path / "results"
     args = ["--config", str(TINY), "--storage", str(storage), "--stop-iters", "4"]
     args += ["--skip-evaluation", "--json", "--set", f"tracking.tracking_uri={uri}"]
@@ -651,7 +564,6 @@ def test_training_rides_out_an_mlflow_outage(tmp_path: Path) -> None:
         assert sorted(metric.step for metric in steps) == [1, 2, 3, 4]
     finally:
         gate.close()
-        stop_mlflow_server(server)
 
 
 @pytest.mark.integration
