@@ -370,6 +370,13 @@ class Preemptor:
         counts, and a plan whose victims all together leave none fails at once.
         """
         tasks = JobTasks.of(sim, job)
+        servers = self._alone_span(sim, view, job)[0] if self.consolidate else None
+        if servers is not None and not self._may_be_compact(
+            sim, view, job, *self._released(sim, view, victims), slack=_PROBE_SLACK
+        ):
+            # No compact room even with every victim gone, the usual answer: known
+            # before the victims are ordered.
+            return None
         tried_first = np.lexsort((-rank, np.abs(sim.running_gpus[victims] - tasks.total_gpus)))
         victims = victims[tried_first]
         # Fewer victims than the first `enough` cannot free the job's GPUs and cores in
@@ -383,11 +390,6 @@ class Preemptor:
         enough = enough_gpus & enough_cores
         if not enough[-1]:
             return None  # not even all the victims together
-        servers = self._alone_span(sim, view, job)[0] if self.consolidate else None
-        if servers is not None and not self._may_be_compact(
-            sim, view, job, *self._released(sim, view, victims), slack=_PROBE_SLACK
-        ):
-            return None  # no compact room even with every victim gone: the usual answer
         skip = int(np.argmax(enough))
         scratch = view.copy()
         released: list[int] = victims[:skip].tolist()
