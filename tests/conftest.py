@@ -100,37 +100,35 @@ class Gate:
             target.shutdown(socket.SHUT_WR)
 
 
-@pytest.fixture
-def gated_mlflow(tmp_path: Path) -> Iterator[tuple[Gate, str]]:
-    """A real ``mlflow server`` over a sqlite store in ``tmp_path``, reached through an open
-    :class:`Gate`: yields the gate and the tracking URI (the gate's). The server's process
-    group is stopped by its own id afterwards."""
-    server_port, port = free_local_port(), free_local_port()
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory) -> Iterator[int]:
+    """A real ``mlflow server`` on 127.0.0.1 over a sqlite store, shared by the session's
+    tests (each uses experiments of its own): yields its port. Its process group is
+    stopped by its own id at the end."""
+    folder = tmp_path_factory.mktemp("mlflow-server")
+    port = free_local_port()
     server = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "mlflow"),
-            *("server", "--host", "127.0.0.1", "--port", str(server_port)),
-            *("--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}"),
-            *("--artifacts-destination", str(tmp_path / "artifacts")),
+            *("server", "--host", "127.0.0.1", "--port", str(port)),
+            *("--backend-store-uri", f"sqlite:///{folder / 'server.db'}"),
+            *("--artifacts-destination", str(folder / "artifacts")),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    gate = Gate(port, server_port)
     try:
         deadline = time.monotonic() + 300  # minutes on a busy 2-core machine
         while True:
             try:
-                with socket.create_connection(("127.0.0.1", server_port), timeout=1):
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
                     break
             except OSError:
                 assert server.poll() is None and time.monotonic() < deadline, "no mlflow server"
                 time.sleep(0.5)
-        gate.open()
-        yield gate, f"http://127.0.0.1:{port}"
+        yield port
     finally:
-        gate.close()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -138,3 +136,15 @@ def gated_mlflow(tmp_path: Path) -> Iterator[tuple[Gate, str]]:
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+
+
+@pytest.fixture
+def gated_mlflow(mlflow_server: int) -> Iterator[tuple[Gate, str]]:
+    """The session's MLflow server reached through a fresh, open :class:`Gate`: yields the
+    gate and the tracking URI (the gate's port)."""
+    gate = Gate(free_local_port(), mlflow_server)
+    gate.open()
+    try:
+        yield gate, f"http://127.0.0.1:{gate.port}"
+    finally:
+        gate.close()

@@ -360,16 +360,16 @@ def test_resume_after_killing_the_driver(tmp_path: Path) -> None:
     assert runs[0].info.status == "FINISHED"
 
 
-@pytest.mark.integration
-def test_ctrl_c_ends_the_run_killed_and_evaluates_nothing(tmp_path: Path) -> None:
-    storage, uri = tmp_path / "results", f"sqlite:///{tmp_path / 'mlflow.db'}"
-    args = ["--config", str(TINY), "--storage", str(storage), "--stop-iters", "3"]
-    args += ["--set", f"tracking.tracking_uri={uri}"]
+def ctrl_c_after_first_checkpoint(
+    script: str, args: list[str], experiment_folder: Path, tmp_path: Path
+) -> tuple[int, str, str]:
+    """Run ``script`` and press Ctrl-C (SIGINT to the driver) once a trial of
+    ``experiment_folder`` has its first checkpoint: its exit status, stdout and stderr."""
     # Files, not pipes: nobody reads a pipe while the test waits, and a full one blocks.
     out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
     with out.open("w") as stdout_file, err.open("w") as stderr_file:
         driver = subprocess.Popen(
-            [PYTHON, str(ROOT / "platform" / "train.py"), *args, "--json"],
+            [PYTHON, str(ROOT / script), *args],
             cwd=ROOT,
             stdout=stdout_file,
             stderr=stderr_file,
@@ -377,18 +377,28 @@ def test_ctrl_c_ends_the_run_killed_and_evaluates_nothing(tmp_path: Path) -> Non
         )
     try:
         deadline = time.monotonic() + 300
-        while not list(storage.glob("tiny/*/checkpoint_000000")):
-            assert driver.poll() is None, "training ended before it could be interrupted"
+        while not list(experiment_folder.glob("*/checkpoint_000000")):
+            assert driver.poll() is None, f"{script} ended before it could be interrupted"
             assert time.monotonic() < deadline, "no first checkpoint in time"
             time.sleep(0.5)
-        driver.send_signal(signal.SIGINT)  # Ctrl-C, to the driver
+        driver.send_signal(signal.SIGINT)
         driver.wait(timeout=300)
-        stdout, stderr = out.read_text(), err.read_text()
     finally:
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
             driver.wait()
-    assert driver.returncode == 130, stderr[-3000:]
+    return driver.returncode, out.read_text(), err.read_text()
+
+
+@pytest.mark.integration
+def test_ctrl_c_ends_the_run_killed_and_evaluates_nothing(tmp_path: Path) -> None:
+    storage, uri = tmp_path / "results", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = ["--config", str(TINY), "--storage", str(storage), "--stop-iters", "3"]
+    args += ["--set", f"tracking.tracking_uri={uri}"]
+    status, stdout, stderr = ctrl_c_after_first_checkpoint(
+        "platform/train.py", [*args, "--json"], storage / "tiny", tmp_path
+    )
+    assert status == 130, stderr[-3000:]
     assert stdout == ""  # no result object for an unfinished training
     assert "train.py: training interrupted (1 trial(s) unfinished, the earliest at iteration" in (
         stderr
@@ -460,30 +470,11 @@ def test_a_pbt_sweep_interrupted_and_resumed(tmp_path: Path) -> None:
     args = ["--config", str(TINY), "--storage", str(storage), "--json"]
     args += ["--set", f"tracking.tracking_uri={uri}", "--set", sweep]
     args += ["--set", "stop.training_iteration=3"]
-    # Files, not pipes: nobody reads a pipe while the test waits, and a full one blocks.
-    out, err = tmp_path / "stdout.txt", tmp_path / "stderr.txt"
-    with out.open("w") as stdout_file, err.open("w") as stderr_file:
-        driver = subprocess.Popen(
-            [PYTHON, str(ROOT / "tune" / "sweep.py"), *args],
-            cwd=ROOT,
-            stdout=stdout_file,
-            stderr=stderr_file,
-            start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + 300
-        while not list(storage.glob("tiny-sweep/*/checkpoint_000000")):
-            assert driver.poll() is None, "the sweep ended before it could be interrupted"
-            assert time.monotonic() < deadline, "no first checkpoint in time"
-            time.sleep(0.5)
-        driver.send_signal(signal.SIGINT)  # Ctrl-C, to the driver
-        driver.wait(timeout=300)
-    finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait()
-    assert driver.returncode == 130, err.read_text()[-3000:]
-    assert "continue with --resume" in err.read_text()
+    status, _, stderr = ctrl_c_after_first_checkpoint(
+        "tune/sweep.py", args, storage / "tiny-sweep", tmp_path
+    )
+    assert status == 130, stderr[-3000:]
+    assert "continue with --resume" in stderr
     first = tiny_sweep_runs(uri)
     assert [run.info.status for run in first[0]] == ["KILLED"]
     resumed = run_program("tune/sweep.py", *args, "--resume")
