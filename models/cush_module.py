@@ -29,7 +29,10 @@ entropy or gradients. (RLlib's default for ``MultiDiscrete`` -- a multi-categori
 independent components -- could not make the policy depend on the chosen job.)
 
 **The critic.** 004 trains with REINFORCE and an average-return baseline, so it has no
-value network; PPO needs one. It is separate from the JSM -- its own conv layer of the same
+value network: ``tune/configs/cush.yaml`` trains the module that way (:mod:`tune.reinforce`,
+each network on its own return via :meth:`JobThenPolicy.head_logps` and
+:meth:`CuSHModule.policy_head_parameters`) and never trains the critic; PPO
+(``cush_ppo.yaml``) needs one. It is separate from the JSM -- its own conv layer of the same
 shape with ReLU, no batch norm, then a linear layer over the flattened features (scaled as
 the JSM's) and the job types -- so (a) value-loss gradients never reshape the paper's
 networks and (b) the value is a function of the observation alone: RLlib's GAE connector

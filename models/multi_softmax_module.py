@@ -20,7 +20,9 @@ is ReLU (003 builds on DeepRM's network, whose hidden layer is; 003 does not nam
 its size defaults to ``ceil(1.5 x sum(nvec))``.
 
 003 trains with REINFORCE and a baseline: the mean return over E episodes of the same
-job sequence at each time step (eq. 8-9), not a network. PPO's baseline is a learned
+job sequence at each time step (eq. 8-9), not a network; ``rltaps_reinforce.yaml`` trains
+the module so (:mod:`tune.reinforce`, through :meth:`IndependentCategoricals.head_logps`
+and :meth:`MultiSoftmaxModule.policy_head_parameters`). PPO's baseline is a learned
 value function: a separate one-hidden-layer critic (``value_hidden`` ReLU units) whose
 output starts at zero and is multiplied by ``value_scale``; it shares nothing with the
 policy, so value-loss gradients never reshape 003's network. The policy's output layer
