@@ -338,8 +338,13 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"### {entry['setting']}: {entry['note']}")
         lines.append("")
         lines.append(
-            f"`{entry['config']}`; {spent['algorithm']}, {spent['iterations']} iterations of "
-            f"{spent['train_batch_size']} steps, training seeds {spent['training_seeds']}, "
+            f"`{entry['config']}`; {spent['algorithm']}, {spent['iterations']} "
+            + (
+                f"updates of {spent['episodes_per_update']} episodes"
+                if spent.get("episodes_per_update")
+                else f"iterations of {spent['train_batch_size']} steps"
+            )
+            + f", training seeds {spent['training_seeds']}, "
             f"held-out seeds {spent['evaluation_seeds']}"
             + (
                 f", validation seeds {spent['validation_seeds']}"

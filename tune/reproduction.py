@@ -231,8 +231,14 @@ def budget(experiment: ExperimentConfig) -> dict[str, Any]:
     """The training budget and seeds of ``experiment``, as the report states them."""
     algorithm = experiment.algorithm
     warm = experiment.warm_start
+    # tune/reinforce.py's protocol: an update is B job sequences x E episodes each, whatever
+    # train_batch_size says.
+    reinforce = (algorithm.extra.get("learner_config_dict") or {}).get("reinforce")
     return {
-        "algorithm": algorithm.name,
+        "algorithm": algorithm.name if reinforce is None else "REINFORCE",
+        "episodes_per_update": None
+        if reinforce is None
+        else reinforce.get("sequences_per_update", 1) * reinforce.get("episodes_per_sequence", 1),
         "iterations": experiment.stop.criteria().get("training_iteration"),
         "train_batch_size": algorithm.train_batch_size,
         "training_seeds": list(experiment.seeds),

@@ -14,7 +14,7 @@ import pytest
 
 from tune.paper_figures import BEST_HEURISTIC, FIGURES, LEARNED, PAPERS, PaperFigure, figures_of
 from tune.preflight import check_experiment
-from tune.reproduction import SETTINGS, build_config, compare, settings_of
+from tune.reproduction import SETTINGS, budget, build_config, compare, settings_of
 
 ROOT = Path(__file__).resolve().parents[2]
 REPRODUCE = ROOT / "platform" / "reproduce.py"
@@ -180,6 +180,14 @@ def test_the_paper_scale_is_the_papers_setting() -> None:
     reinforce = config("004", "sierra", "small").algorithm.extra["learner_config_dict"]
     assert reinforce["reinforce"]["episodes_per_sequence"] == 24  # M kept at small scale
     assert reinforce["reinforce"]["sequences_per_update"] == 2
+    # The report states a REINFORCE update in episodes: 2 job sets x 24 simulations.
+    spent = budget(config("004", "sierra", "small"))
+    assert (spent["algorithm"], spent["episodes_per_update"], spent["iterations"]) == (
+        "REINFORCE",
+        48,
+        6,
+    )
+    assert budget(config("000", "rl-base", "small"))["episodes_per_update"] is None
 
 
 # ------------------------------------------------------------------ argument errors
