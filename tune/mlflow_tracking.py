@@ -46,6 +46,9 @@ LEARNER_METRICS = (
     "qf_loss",
     "td_error_mean",
     "qf_mean",
+    # CuSH's policy selector under REINFORCE (tune/reinforce.py): 004 Fig. 6's shares.
+    "dgemm_depth_first",
+    "daxpy_breadth_first",
 )
 
 

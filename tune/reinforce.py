@@ -60,6 +60,7 @@ __all__ = [
     "ReinforceTorchLearner",
     "SequenceGroupEnvRunner",
     "advantage_column",
+    "cush_policy_shares",
     "discounted_returns",
     "group_advantages",
     "timestep_baseline",
@@ -224,6 +225,29 @@ def advantage_columns(
     steps = sum(len(rewards) for _, rewards, _ in episodes)
     columns[WEIGHT_COLUMN] = np.full(steps, 1.0 / len(episodes), dtype=np.float32)
     return columns
+
+
+def cush_policy_shares(job_types: torch.Tensor, actions: torch.Tensor) -> dict[str, float]:
+    """004 Fig. 6 over a train batch: the share of the placed dgemm jobs the sampled policy
+    placed depth-first and of the daxpy jobs placed breadth-first (NaN without such jobs).
+
+    ``job_types``: the observations' one-hot types per slot ``[B, Q, 2]`` (dgemm, daxpy);
+    ``actions``: ``[B, 2]`` (job choice 0 = none or slot 1..Q, policy 0 = DF, 1 = BF).
+    """
+    placed = actions[:, 0] > 0
+    slot = (actions[:, 0] - 1).clamp(min=0).long()
+    kind = job_types[torch.arange(len(actions)), slot].argmax(-1)
+    policy = actions[:, 1]
+    shares = {}
+    for name, wanted_kind, wanted_policy in (
+        ("dgemm_depth_first", 0, 0),
+        ("daxpy_breadth_first", 1, 1),
+    ):
+        rows = placed & (kind == wanted_kind)
+        count = int(rows.sum())
+        chosen = int((policy[rows] == wanted_policy).sum())
+        shares[name] = chosen / count if count else float("nan")
+    return shares
 
 
 # -- RLlib: sampling, the learner connector, the learner -----------------------------------
@@ -412,6 +436,10 @@ class ReinforceTorchLearner(LeanPPOTorchLearner):
         stats["policy_loss"] = float(loss.detach())
         stats["entropy"] = float(dist.entropy().detach().mean())
         stats["episodes"] = float(round(1.0 / float(weight[0]))) if len(weight) else 0.0
+        if settings.returns == "cush":
+            stats.update(
+                cush_policy_shares(batch[Columns.OBS]["job_types"], batch[Columns.ACTIONS])
+            )
         self.metrics.log_dict(stats, key=module_id, window=1)
         return loss
 

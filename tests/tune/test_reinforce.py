@@ -21,6 +21,7 @@ from tune.reinforce import (
     SequenceGroupEnvRunner,
     advantage_column,
     advantage_columns,
+    cush_policy_shares,
     discounted_returns,
     group_advantages,
     timestep_baseline,
@@ -89,6 +90,18 @@ def test_batch_columns_for_cush_give_each_network_its_return() -> None:
     assert columns[advantage_column("job")] == pytest.approx([0.0, 0.0, 0.0])
     assert columns[advantage_column("policy")] == pytest.approx([-3.0, 0.0, 0.0])
     assert columns[WEIGHT_COLUMN] == pytest.approx([0.5, 0.5, 0.5])
+
+
+def test_fig6_shares_of_a_batch_by_hand() -> None:
+    # Slots: 1 dgemm, 2 daxpy (the same in every row). Rows: dgemm DF, dgemm BF, daxpy BF,
+    # do nothing (not a placement), daxpy DF -> dgemm DF 1/2, daxpy BF 1/2.
+    job_types = torch.tensor([[1.0, 0.0], [0.0, 1.0]]).expand(5, 2, 2)
+    actions = torch.tensor([[1, 0], [1, 1], [2, 1], [0, 1], [2, 0]])
+    shares = cush_policy_shares(job_types, actions)
+    assert shares == {"dgemm_depth_first": 0.5, "daxpy_breadth_first": 0.5}
+    only_daxpy = cush_policy_shares(job_types[:1], torch.tensor([[2, 1]]))
+    assert np.isnan(only_daxpy["dgemm_depth_first"])
+    assert only_daxpy["daxpy_breadth_first"] == 1.0
 
 
 def test_settings_are_validated() -> None:
@@ -253,6 +266,8 @@ def test_cush_trains_each_network_at_its_own_rate_from_the_config(ray_local) -> 
     stats = result["learners"]["default_policy"]
     assert stats["episodes"] == 6
     assert {"mean_advantage_job", "mean_advantage_policy"} <= set(stats)
+    # 004 Fig. 6 during training: the sampled policy selector's choice per job type.
+    assert 0.0 <= stats["dgemm_depth_first"] <= 1.0 or np.isnan(stats["dgemm_depth_first"])
     for name in ("jsm.5.weight", "psm.2.weight"):
         assert not torch.equal(before[name], after[name]), name
     for name in ("critic_features.0.weight", "critic_out.weight"):
