@@ -3,9 +3,11 @@ over its nodes: ``ray.cluster_utils.Cluster`` on this machine (a head without CP
 worker nodes of one CPU each, separate raylets; tests/infra/ray_cluster_helper.py),
 platform/train.py and tune/sweep.py joining it through RAY_ADDRESS as on a real cluster.
 
-One CPU per worker node makes placement observable: one trial of the tiny config with two
-remote env runners takes three bundles of one CPU, so the trial and each env runner sit on
-a node of their own. The cluster and every process it started are stopped by their ids.
+One CPU per worker node makes placement observable: one trial of the demo
+(tune/configs/demo.yaml: its network, its 16 environments per runner, its advice) with two
+remote env runners and a one-CPU learner takes three bundles of one CPU, so the trial and
+each env runner sit on a node of their own. The sweep runs the tiny config (two trials of
+one CPU). The cluster and every process it started are stopped by their ids.
 """
 
 from __future__ import annotations
@@ -28,6 +30,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HELPER = Path(__file__).with_name("ray_cluster_helper.py")
 TINY = ROOT / "tests" / "data" / "configs" / "tiny.yaml"
+DEMO = ROOT / "tune" / "configs" / "demo.yaml"
+# The demo on 1-CPU nodes, at a budget of seconds: a one-CPU learner, a checkpoint every
+# iteration, the warm start on two recorded episodes (evaluation is skipped).
+DEMO_ON_SMALL_NODES = (
+    "resources.num_env_runners=2",
+    "resources.num_cpus_per_learner=1",
+    "checkpoint.frequency=1",
+    "checkpoint.max_failures=1",
+    "warm_start.episodes=2",
+    "warm_start.heldout_episodes=1",
+    "warm_start.epochs=1",
+)
 #: RLlib's env runner actor class for multi-agent environments (pod_scheduling_v0).
 ENV_RUNNER = "MultiAgentEnvRunner"
 
@@ -137,9 +151,9 @@ def test_training_survives_a_lost_node_and_a_crashed_trial(
     log = tmp_path / "driver.log"
     driver = subprocess.Popen(
         [
-            *(sys.executable, str(ROOT / "platform" / "train.py"), "--config", str(TINY)),
+            *(sys.executable, str(ROOT / "platform" / "train.py"), "--config", str(DEMO)),
             *("--storage", str(storage), "--skip-evaluation", "--json", "--stop-iters", "5"),
-            *("--set", "resources.num_env_runners=2", "--set", "checkpoint.max_failures=1"),
+            *(arg for override in DEMO_ON_SMALL_NODES for arg in ("--set", override)),
             *("--set", f"tracking.tracking_uri={uri}"),
         ],
         cwd=ROOT,
@@ -149,7 +163,7 @@ def test_training_survives_a_lost_node_and_a_crashed_trial(
         start_new_session=True,
     )
     try:
-        wait_for("tiny/PPO_*/checkpoint_000000", storage, driver)
+        wait_for("demo/PPO_*/checkpoint_000000", storage, driver)
         # Where the trial and its env runners run: each on a worker node of its own.
         [trial] = [a for a in cluster.actors("PPO") if a["state"] == "ALIVE"]
         runners = [a for a in cluster.actors(ENV_RUNNER) if a["state"] == "ALIVE"]
@@ -162,14 +176,14 @@ def test_training_survives_a_lost_node_and_a_crashed_trial(
         assert cluster.ask(f"remove {lost}") == {"removed": lost}
         replacement = cluster.ask("add")["added"]
         # Training goes on; then the trial's own process crashes after a later checkpoint.
-        wait_for("tiny/PPO_*/checkpoint_000002", storage, driver)
+        wait_for("demo/PPO_*/checkpoint_000002", storage, driver)
         os.kill(trial["pid"], signal.SIGKILL)
         assert driver.wait(timeout=600) == 0, log.read_text()[-3000:]
     finally:
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
             driver.wait()
-    trial_dir = next(storage.glob("tiny/PPO_*"))
+    trial_dir = next(storage.glob("demo/PPO_*"))
     results = [json.loads(line) for line in (trial_dir / "result.json").open()]
     iterations = [result["training_iteration"] for result in results]
     healthy = [result["fault_tolerance"]["num_healthy_workers"] for result in results]
@@ -185,14 +199,14 @@ def test_training_survives_a_lost_node_and_a_crashed_trial(
     assert trial["id"] in {a["id"] for a in trials}
     # The env runner on the lost node died with it; every env runner ran on a worker.
     all_runners = cluster.actors(ENV_RUNNER)
-    assert any(r["node_id"] == lost and r["state"] == "DEAD" for r in all_runners)
+    # (Ray may restart that actor under its own id on another node, so its record moves.)
+    assert not any(r["node_id"] == lost and r["state"] == "ALIVE" for r in all_runners)
     assert {r["node_id"] for r in all_runners} <= workers | {replacement}
     # One MLflow run, finished, with every iteration's metrics.
-    [run] = mlflow_runs(uri, "tiny")
+    [run] = mlflow_runs(uri, "podsched-demo")
     assert run.info.status == "FINISHED"
-    history = MlflowClient(tracking_uri=uri).get_metric_history(
-        run.info.run_id, "episode_return_mean"
-    )
+    # (Not the return: the demo's first 40-job episodes end after a few iterations.)
+    history = MlflowClient(tracking_uri=uri).get_metric_history(run.info.run_id, "time_this_iter_s")
     assert {metric.step for metric in history} == {1, 2, 3, 4, 5}
 
 
