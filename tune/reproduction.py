@@ -291,10 +291,9 @@ def compare(setting: Setting, payload: dict[str, Any]) -> Comparison:
         figure.reference for figure in figures if figure.reference
     }
     summary = payload.get("summary") or {}
-    comparison = Comparison(
-        learned=summary.get("learned"), best_heuristic=summary.get("best_heuristic")
-    )
-    for row in [LEARNED, *sorted(shown - {LEARNED}), summary.get("best_heuristic")]:
+    best = summary.get("best_heuristic") or _best_by(payload, figures[0].metric if figures else "")
+    comparison = Comparison(learned=summary.get("learned"), best_heuristic=best)
+    for row in [LEARNED, *sorted(shown - {LEARNED}), best]:
         if row is None or row not in rows or row in comparison.rows:
             continue
         values = {key: value for key, value in rows[row].items() if key in metrics}
@@ -319,6 +318,18 @@ def compare(setting: Setting, payload: dict[str, Any]) -> Comparison:
             }
         )
     return comparison
+
+
+def _best_by(payload: dict[str, Any], metric: str) -> str | None:
+    """The heuristic with the lowest mean ``metric`` (train.py ranks by avg JCT, which
+    some formulations, CuSH among them, do not report)."""
+    evaluation = payload.get("evaluation") or {}
+    scored = [
+        (entry["metrics"][metric], policy)
+        for policy, entry in evaluation.items()
+        if entry.get("kind") == "heuristic" and (entry.get("metrics") or {}).get(metric) is not None
+    ]
+    return min(scored)[1] if scored else None
 
 
 def format_figure(value: float | None, unit: str, bound: str = "=") -> str:
