@@ -82,3 +82,18 @@ def test_paper001_config_is_001s_setting() -> None:
     assert config["workload_params"] == {"jobs_per_interval": 15}
     assert config["home"] == "partition"
     assert config["interval_s"] == 1800
+
+
+def test_the_experiment_yaml_key_reaches_the_environment() -> None:
+    """``environment.config.interference_coefficients`` in an experiment YAML: checked with
+    the rest of the config before Ray (preflight), a bad name named."""
+    from tune.experiment import load_config
+    from tune.preflight import check_experiment
+
+    fitted = load_config(PAPER001, ["environment.config.interference_coefficients=paper001-fit"])
+    check_experiment(fitted)
+    env = PodSchedulingEnv(**fitted.environment.config)
+    assert env.config.coefficients == INTERFERENCE_PRESETS["paper001-fit"]
+    bad = load_config(PAPER001, ["environment.config.interference_coefficients=strong"])
+    with pytest.raises(ValueError, match="allowed: default, paper001-fit"):
+        check_experiment(bad)
