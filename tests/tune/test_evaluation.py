@@ -127,3 +127,23 @@ def test_rltaps_baselines_play_the_sequence_the_agent_would_see() -> None:
     drawn = generate_jobs(RLTapsConfig.from_dict(config), np.random.default_rng(5))
     np.testing.assert_array_equal(env.core.jobs.gpus, drawn.gpus)
     np.testing.assert_array_equal(env.core.jobs.length, drawn.length)
+
+
+def test_runs_log_the_headline_metrics_first() -> None:
+    """MLflow's compare view lists a run's metrics in logged order and plots the first."""
+    from tune.evaluation import logged_metrics
+
+    entry = {
+        "metrics": {"jobs_total": 40.0, "p90_jct": 2.0, "avg_contention": 1.1, "avg_jct": 1.0},
+        "ci95": {"avg_contention": 0.05, "avg_jct": 0.1, "jobs_total": 1.0},
+    }
+    logged = logged_metrics(entry)
+    assert list(logged) == [
+        "avg_jct",
+        "avg_jct_ci95",
+        "p90_jct",
+        "avg_contention",
+        "avg_contention_ci95",
+        "jobs_total",  # no half-width: only the headline metrics carry one
+    ]
+    assert logged["avg_jct_ci95"] == 0.1 and logged["jobs_total"] == 40.0

@@ -199,6 +199,22 @@ def statistics_table(table: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
     return out
 
 
+def logged_metrics(entry: dict[str, Any]) -> dict[str, float]:
+    """A row's metrics for its MLflow run: its means and :func:`ci_metrics`, the headline
+    metrics (avg JCT first) and their half-widths before the others. MLflow keeps a run's
+    metrics in the order they were logged, and its compare view lists them in that order
+    and plots the first one: the metric a researcher ranks schedulers by."""
+    metrics = {**entry["metrics"], **ci_metrics(entry)}
+    first = [
+        key
+        for metric in HEADLINE_METRICS
+        for key in (metric, f"{metric}{CI_SUFFIX}")
+        if key in metrics
+    ]
+    rest = [key for key in metrics if key not in first]
+    return {key: metrics[key] for key in first + rest}
+
+
 def ci_metrics(entry: dict[str, Any]) -> dict[str, float]:
     """The half-widths of a row's headline metrics as ``<metric>_ci95`` (for MLflow)."""
     return {
