@@ -239,6 +239,11 @@ def metric_key(text: str) -> str:
     return "".join(c if c.isalnum() or c in "_-./" else "_" for c in text).strip("_")
 
 
+def param_key(text: str) -> str:
+    """An MLflow param name from free text: MLflow also allows spaces and colons there."""
+    return "".join(c if c.isalnum() or c in "_-./ :" else "_" for c in text)
+
+
 def reproduce_paper(
     paper: str,
     settings: list[Setting],
@@ -272,7 +277,7 @@ def reproduce_paper(
                 "overrides": " ".join(setting.overrides_for(args.scale) + list(args.set)),
                 **{f"budget.{k}": v for k, v in spent.items()},
                 **{
-                    f"paper.{f.label}": format_figure(f.value, f.unit, f.bound)
+                    param_key(f"paper.{f.label}"): format_figure(f.value, f.unit, f.bound)
                     for f in setting.figures
                 },
             },

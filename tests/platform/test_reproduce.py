@@ -77,9 +77,16 @@ def test_the_figures_are_the_papers_numbers() -> None:
 
 
 def test_every_figure_has_a_source_a_unit_and_a_setting() -> None:
+    sys.path.insert(0, str(ROOT / "platform"))
+    from reproduce import metric_key, param_key
+
     settings = {(s.paper, s.name) for s in SETTINGS}
+    allowed = set("_-./ :")
     for item in FIGURES:
         assert item.source and item.unit
+        # MLflow accepts the names the figures are logged under (002's label has a comma).
+        assert all(c.isalnum() or c in allowed for c in param_key(f"paper.{item.label}"))
+        assert all(c.isalnum() or c in "_-./" for c in metric_key(item.label))
         assert (item.paper, item.setting) in settings
     assert {item.paper for item in FIGURES} == set(PAPERS)
 
