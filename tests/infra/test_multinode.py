@@ -219,10 +219,11 @@ def test_sweep_spreads_its_trials_over_the_nodes(cluster: LocalCluster, tmp_path
             *(sys.executable, str(ROOT / "tune" / "sweep.py"), "--config", str(TINY)),
             *("--storage", str(tmp_path / "results"), "--json"),
             *("--set", "stop.training_iteration=1", "--set", f"tracking.tracking_uri={uri}"),
-            # Two trials over PPO's step size, all at once (no early stopping to wait for).
+            # Two trials over PPO's step size, all at once, under population based
+            # training (issue 16's PBT test: a perturbation interval of one iteration).
             "--set",
             "sweep={space: {algorithm.lr: {loguniform: [1.0e-4, 1.0e-3]}}, num_samples: 2, "
-            "scheduler: fifo}",
+            "scheduler: pbt, scheduler_config: {perturbation_interval: 1}}",
         ],
         cwd=ROOT,
         env=cluster.env,
@@ -235,11 +236,16 @@ def test_sweep_spreads_its_trials_over_the_nodes(cluster: LocalCluster, tmp_path
     assert payload["status"] == "FINISHED" and len(payload["trials"]) == 2
     assert all(row["error"] is None for row in payload["trials"])
     assert [row["training_iteration"] for row in payload["trials"]] == [1, 1]
+    assert all(
+        1e-4 / 1.2 <= row["params"]["algorithm.lr"] <= 1e-3 * 1.2 for row in payload["trials"]
+    )
     trials = [actor for actor in cluster.actors("PPO") if actor["id"] not in before]
     # Two trials of one CPU each on nodes of one CPU: one trial per worker node.
     assert len(trials) == 2
     nodes = {actor["node_id"] for actor in trials}
     assert len(nodes) == 2 and cluster.info["head"] not in nodes
     runs = mlflow_runs(uri, "tiny")
+    [parent] = [run for run in runs if run.data.tags.get("stage") == "sweep"]
+    assert parent.data.tags["scheduler"] == "pbt"
     children = [run for run in runs if run.data.tags.get("mlflow.parentRunId")]
     assert len(children) == 2 and all(run.info.status == "FINISHED" for run in children)

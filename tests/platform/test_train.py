@@ -456,15 +456,15 @@ def test_a_dqn_sweep_with_asha_and_optuna(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-def test_a_pbt_sweep_interrupted_and_resumed(tmp_path: Path) -> None:
-    """PBT over PPO's step size on the tiny experiment, interrupted (Ctrl-C) once a trial
-    has its first checkpoint: the parent run ends KILLED and the program says how to go
+def test_a_sweep_interrupted_and_resumed(tmp_path: Path) -> None:
+    """Two trials over PPO's step size on the tiny experiment, interrupted (Ctrl-C) once a
+    trial has its first checkpoint: the parent run ends KILLED and the program says how to go
     on; ``--resume`` finishes every trial in the same parent and child runs, each
     iteration logged once."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     sweep = (
         "sweep={space: {algorithm.lr: {loguniform: [1.0e-4, 1.0e-3]}}, num_samples: 2, "
-        "scheduler: pbt, scheduler_config: {perturbation_interval: 1}}"
+        "scheduler: fifo}"
     )
     storage = tmp_path / "results"
     args = ["--config", str(TINY), "--storage", str(storage), "--json"]
@@ -483,14 +483,12 @@ def test_a_pbt_sweep_interrupted_and_resumed(tmp_path: Path) -> None:
     assert payload["status"] == "FINISHED"
     assert payload["parent_run_id"] == first[0][0].info.run_id  # the same parent run
     assert [row["training_iteration"] for row in payload["trials"]] == [3, 3]
-    assert all(
-        1e-4 / 1.2 <= row["params"]["algorithm.lr"] <= 1e-3 * 1.2 for row in payload["trials"]
-    )
+    assert all(1e-4 <= row["params"]["algorithm.lr"] <= 1e-3 for row in payload["trials"])
     # tiny.yaml declares checkpoint.score: the best trial's best-scored kept checkpoint.
     assert payload["best_checkpoint_by"] == "env_runners/episode_return_mean"
     assert Path(payload["best_checkpoint"]).parent.name == payload["best_trial"]
     parents, children = tiny_sweep_runs(uri)
-    assert len(parents) == 1 and parents[0].data.tags["scheduler"] == "pbt"
+    assert len(parents) == 1 and parents[0].data.tags["scheduler"] == "fifo"
     assert parents[0].info.status == "FINISHED"
     assert sorted(run.info.status for run in children) == ["FINISHED", "FINISHED"]
     for run in children:  # the runs of before the interruption, continued
@@ -558,51 +556,28 @@ def test_training_rides_out_an_mlflow_outage(tmp_path: Path, gated_mlflow) -> No
 
 
 @pytest.mark.integration
-def test_logging_to_a_real_mlflow_server(tmp_path: Path) -> None:
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            str(BIN / "mlflow"),
-            *("server", "--host", "127.0.0.1", "--port", str(port)),
-            *("--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}"),
-            *("--artifacts-destination", str(tmp_path / "artifacts")),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
+def test_logging_to_a_real_mlflow_server(tmp_path: Path, mlflow_server: int) -> None:
+    # The session's `mlflow server` (tests/conftest.py), in an experiment of this test's own.
+    uri = f"http://127.0.0.1:{mlflow_server}"
+    result = run_program(
+        "platform/train.py",
+        *("--config", str(TINY), "--storage", str(tmp_path / "results"), "--json"),
+        *("--stop-iters", "1", "--set", f"tracking.tracking_uri={uri}"),
+        *("--set", "tracking.experiment=tiny-on-a-server"),
     )
-    uri = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "mlflow server down"
-                time.sleep(0.5)
-        result = run_program(
-            "platform/train.py",
-            *("--config", str(TINY), "--storage", str(tmp_path / "results"), "--json"),
-            *("--stop-iters", "1", "--set", f"tracking.tracking_uri={uri}"),
-        )
-        assert result.returncode == 0, result.stderr[-3000:]
-        runs = runs_of(uri, "tiny")
-        policies = {run.data.tags.get("policy") for run in runs}
-        assert {"learned-sampled", "fifo+packing"} <= policies
-        learned = next(
-            r
-            for r in runs
-            if r.data.tags.get("stage") == "evaluation"
-            and r.data.tags["policy"] == "learned-greedy"
-        )
-        assert {a.path for a in client(uri).list_artifacts(learned.info.run_id)} >= {
-            "config.yaml",
-            "jct_cdf.png",
-        }
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = runs_of(uri, "tiny-on-a-server")
+    policies = {run.data.tags.get("policy") for run in runs}
+    assert {"learned-sampled", "fifo+packing"} <= policies
+    learned = next(
+        r
+        for r in runs
+        if r.data.tags.get("stage") == "evaluation" and r.data.tags["policy"] == "learned-greedy"
+    )
+    assert {a.path for a in client(uri).list_artifacts(learned.info.run_id)} >= {
+        "config.yaml",
+        "jct_cdf.png",
+    }
 
 
 @pytest.mark.integration
