@@ -11,6 +11,7 @@ comparison still has one run per policy.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -25,11 +26,22 @@ MAX_PAUSE_S = 10.0
 def outage_errors() -> tuple[type[BaseException], ...]:
     """What an unreachable or failing tracking server raises in MLflow's client: its own
     exception (HTTP errors and exhausted retries), requests' connection errors, and the
-    socket's."""
+    socket's. :func:`is_outage` tells a server's trouble from a refused request."""
     from mlflow.exceptions import MlflowException
     from requests.exceptions import RequestException
 
     return MlflowException, RequestException, ConnectionError, TimeoutError
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether ``error`` (one of :func:`outage_errors`) is worth waiting out: MLflow's
+    client reports an unreachable server (its retries exhausted) and server errors as
+    HTTP 5xx; a 4xx (a malformed name, a missing run) fails the same way on every try."""
+    from mlflow.exceptions import MlflowException
+
+    if isinstance(error, MlflowException):
+        return error.get_http_status_code() >= 500
+    return True
 
 
 class Deadline:
@@ -81,6 +93,8 @@ def retrying(action: Callable[[], Any], deadline: Deadline) -> Any:
             with quick_http():
                 result = action()
         except outage_errors() as error:
+            if not is_outage(error):
+                raise
             pause = deadline.wait_or_raise(error, pause)
             continue
         deadline.reached()
@@ -117,4 +131,12 @@ def log_run_retrying(
         half_made.clear()
         return run_id
 
-    return retrying(attempt, deadline)
+    try:
+        return retrying(attempt, deadline)
+    except outage_errors():
+        # Given up (a refused request, or the deadline): a half-made run must not stay
+        # RUNNING where the server can still be told.
+        for run_id in half_made:
+            with contextlib.suppress(*outage_errors()):
+                MlflowClient(tracking_uri=tracking_uri).set_terminated(run_id, status="FAILED")
+        raise

@@ -112,3 +112,18 @@ def test_an_outage_longer_than_the_deadline_raises(gated_mlflow, capsys) -> None
     assert "retried for up to 2 s" in capsys.readouterr().err
     gate.open()
     assert runs(uri, "never") == []
+
+
+def test_a_refused_request_is_not_waited_for(tmp_path: Path, capsys) -> None:
+    """A malformed request (a comma in a param name) fails the same way on every try: it
+    is raised at once, with no outage reported (sqlite store, no server needed)."""
+    from mlflow.exceptions import MlflowException
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    deadline = Deadline(uri, 120.0)
+    with pytest.raises(MlflowException, match="Invalid value"):
+        log_run_retrying(uri, "refused", "eval-x", deadline, params={"a,b": 1})
+    assert deadline.outage_since is None
+    assert "cannot reach" not in capsys.readouterr().err
+    [half_made] = runs(uri, "refused")  # created before its params were refused
+    assert half_made.info.status == "FAILED"
