@@ -171,14 +171,17 @@ def scored_checkpoint(experiment: ExperimentConfig, results: Any) -> Any:
     without one, or when no kept checkpoint reported it (a short run whose episodes had
     not ended: a warning, the training is not lost), the last checkpoint of the trial
     with the best final training return."""
-    key = experiment.checkpoint.score_key
-    if key is not None:
-        from tune.selection import best_scored_checkpoint
+    from tune.selection import checkpoint_by_score
 
-        try:
-            return best_scored_checkpoint(results, key, experiment.checkpoint.order)[0]
-        except ValueError as error:
-            print(f"train.py: warning: {error}; taking the latest checkpoint", file=sys.stderr)
+    key = experiment.checkpoint.score_key
+    checkpoint, _ = checkpoint_by_score(results, key, experiment.checkpoint.order, None)
+    if checkpoint is not None:
+        return checkpoint
+    if key is not None:
+        print(
+            f"train.py: warning: no kept checkpoint reported {key!r}; taking the latest",
+            file=sys.stderr,
+        )
     return results.get_best_result(metric=BEST_METRIC, mode="max").checkpoint
 
 

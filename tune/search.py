@@ -27,7 +27,7 @@ from tune.experiment import (
     config_from_dict,
     set_dotted,
 )
-from tune.selection import result_value, trial_checkpoint
+from tune.selection import checkpoint_by_score, result_value
 
 #: AlgorithmSection fields under the names RLlib's config dict uses.
 RLLIB_NAMES = {"lambda_": "lambda"}
@@ -270,11 +270,8 @@ def _best_checkpoint(experiment: ExperimentConfig, best: Any) -> tuple[str | Non
     if best is None or not (best.best_checkpoints or best.checkpoint):
         return None, "none"
     settings = experiment.checkpoint
-    try:
-        chosen = trial_checkpoint(best, settings.score_key, settings.order)
-    except ValueError:  # no kept checkpoint reported the score: a finished sweep stays
-        return checkpoint_folder(best.checkpoint), "latest"
-    return checkpoint_folder(chosen), settings.score_key or "latest"
+    chosen, rule = checkpoint_by_score([best], settings.score_key, settings.order, best.checkpoint)
+    return checkpoint_folder(chosen), rule
 
 
 def run_sweep(

@@ -142,9 +142,20 @@ def best_scored_checkpoint(results: Any, key: str, order: str) -> tuple[Any, flo
     return checkpoint, value
 
 
+def checkpoint_by_score(results: Any, key: str | None, order: str, latest: Any) -> tuple[Any, str]:
+    """The checkpoint to keep and the rule that chose it: the best-scored kept checkpoint
+    of ``results`` (Tune Results) by ``key`` (:func:`best_scored_checkpoint`) and ``key``;
+    ``latest`` and "latest" without a declared key or when no kept checkpoint reported it
+    (a short run whose episodes had not ended: the training is not lost over it)."""
+    if key is not None:
+        try:
+            return best_scored_checkpoint(results, key, order)[0], key
+        except ValueError:
+            pass
+    return latest, "latest"
+
+
 def trial_checkpoint(result: Any, key: str | None, order: str) -> Any:
     """The checkpoint to keep of one trial (a Tune Result): with a declared score ``key``
-    its best-scored kept checkpoint (:func:`best_scored_checkpoint`), else its latest."""
-    if key is None:
-        return result.checkpoint
-    return best_scored_checkpoint([result], key, order)[0]
+    its best-scored kept checkpoint, else (or with none scored) its latest."""
+    return checkpoint_by_score([result], key, order, result.checkpoint)[0]
