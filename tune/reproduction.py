@@ -51,6 +51,12 @@ PAPER_POD = (
     "model.config.edge_network=factorized",
     "model.config.edge_rank=8",
 )
+#: 001's k = 20 fabrics (fat-tree, VL2) at the paper's scale.
+PAPER_POD_K20 = (
+    *PAPER_POD,
+    "environment.config.topology_params={k: 20}",
+    "environment.config.num_jobs=3000",
+)
 
 
 @dataclass(frozen=True)
@@ -103,11 +109,7 @@ SETTINGS: tuple[Setting, ...] = (
         "paper001.yaml",
         "001 §VI-B: fat-tree, uniform 15 jobs per 30-minute interval at every scheduler",
         small=SMALL_POD,
-        paper_scale=(
-            *PAPER_POD,
-            "environment.config.topology_params={k: 20}",
-            "environment.config.num_jobs=3000",
-        ),
+        paper_scale=PAPER_POD_K20,
         interval_s=1800.0,
     ),
     Setting(
@@ -117,11 +119,7 @@ SETTINGS: tuple[Setting, ...] = (
         "001 §VI-D: VL2, one scheduler per aggregation switch, uniform 15 jobs per interval",
         overrides=("environment.config.topology=vl2",),
         small=(*SMALL_POD, "environment.config.topology_params={k: 4, servers_per_tor: 4}"),
-        paper_scale=(
-            *PAPER_POD,
-            "environment.config.topology_params={k: 20}",
-            "environment.config.num_jobs=3000",
-        ),
+        paper_scale=PAPER_POD_K20,
         interval_s=1800.0,
     ),
     Setting(
