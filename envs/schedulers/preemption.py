@@ -157,6 +157,11 @@ class Preemptor:
         self._alone: dict[int, tuple[int, int]] = {}
         self._holdings: _Holdings | None = None
         self._holdings_fresh = False
+        # Starts numbered in order, and per placement key the last plan found without
+        # room even with all its victims gone (see _NoRoom).
+        self._starts = 0
+        self._start_number = np.zeros(len(shape_of), dtype=np.int64)
+        self._no_room: dict[int, _NoRoom] = {}
 
     def run(
         self,
@@ -228,6 +233,8 @@ class Preemptor:
         """Book a start of ``job`` by the scheduler, now."""
         self.started_at[job] = sim.now
         self.holdings(sim).starts[job] += 1
+        self._starts += 1
+        self._start_number[job] = self._starts
 
     def holdings(self, sim: Simulator) -> _Holdings:
         """The running tasks' table of this simulation (made on first use)."""
@@ -369,6 +376,10 @@ class Preemptor:
         the lowest-ranked first among equals. Under consolidation only compact room
         counts, and a plan whose victims all together leave none fails at once.
         """
+        key = int(self.job_keys[job])
+        known = self._no_room.get(key)
+        if known is not None and known.still_holds(sim, self._start_number, victims):
+            return None
         tasks = JobTasks.of(sim, job)
         servers = self._alone_span(sim, view, job)[0] if self.consolidate else None
         if servers is not None and not self._may_be_compact(
@@ -376,6 +387,7 @@ class Preemptor:
         ):
             # No compact room even with every victim gone, the usual answer: known
             # before the victims are ordered.
+            self._no_room[key] = _NoRoom.now(sim, self._starts, victims)
             return None
         tried_first = np.lexsort((-rank, np.abs(sim.running_gpus[victims] - tasks.total_gpus)))
         victims = victims[tried_first]
@@ -389,6 +401,7 @@ class Preemptor:
         enough_cores = view.total_free_cores + np.cumsum(cores) + CORE_TOLERANCE >= tasks.total_cpus
         enough = enough_gpus & enough_cores
         if not enough[-1]:
+            self._no_room[key] = _NoRoom.now(sim, self._starts, victims)
             return None  # not even all the victims together
         skip = int(np.argmax(enough))
         scratch = view.copy()
@@ -454,6 +467,60 @@ class Preemptor:
             if fewer is not None and self.is_compact(sim, view, job, fewer):
                 return needed, fewer
         return released, groups
+
+
+@dataclass(frozen=True)
+class _NoRoom:
+    """A plan that failed a necessary test with all its ``victims`` released: no room
+    (compact room, under consolidation) or too few GPUs and cores in total.
+
+    Those tests only ever pass with more free resources, and the resources a plan sees
+    are the free ones plus its victims'. So a later plan for a job of the same placement
+    key (the same tasks, the same span alone) fails them too while
+
+    - every job stopped since (completed or preempted; ``releases``: the simulator's
+      count then) was one of those victims: its resources only moved from a victim's
+      to the free ones, and
+    - each victim of the later plan was either a victim then or started since
+      (``starts``: the scheduler's count then): a job started since took its resources
+      out of the free ones, so counting them again as a victim's gives back no more
+      than was free then.
+
+    Anything else -- a job that blocked then (ranked before, or guarded) stopped, or
+    became a victim (demoted, past its guard) -- and the plan is tested afresh. Plans
+    fail this way over and over while the queue waits: at every arrival, wake-up and
+    completion of a job elsewhere.
+    """
+
+    releases: int
+    starts: int
+    victims: np.ndarray
+
+    @staticmethod
+    def now(sim: Simulator, starts: int, victims: np.ndarray) -> _NoRoom:
+        """The failure of a plan over ``victims`` now, ``starts`` starts counted."""
+        return _NoRoom(sim.releases, starts, np.sort(victims))
+
+    def still_holds(self, sim: Simulator, start_number: np.ndarray, victims: np.ndarray) -> bool:
+        """Whether a plan over ``victims`` now must fail the same way (see the class doc)."""
+        known = self.victims
+        if sim.releases != self.releases and not _all_in(sim.released_since(self.releases), known):
+            return False
+        new = victims[~_in_sorted(victims, known)]
+        return bool((start_number[new] > self.starts).all())
+
+
+def _in_sorted(values: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """Boolean per value: it is one of the sorted ``known`` (np.isin without sorting)."""
+    if not len(known):
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(known, values), len(known) - 1)
+    return known[at] == values
+
+
+def _all_in(values: np.ndarray, known: np.ndarray) -> bool:
+    """Whether every one of ``values`` is one of the sorted ``known``."""
+    return bool(_in_sorted(values, known).all())
 
 
 class _FailedDemands:

@@ -143,7 +143,8 @@ class Simulator:
     ``finish_time[J]``, ``run_time[J]``, ``preemptions[J]``, ``last_preempted_at[J]`` (NaN
     if never), ``ideal_duration[J]``,
     ``servers_spanned[J]`` (the most servers any one placement of the job spanned; 0 if it
-    never ran),
+    never ran), ``releases`` (how many times a running job stopped: completions,
+    preemptions, resizes; :meth:`released_since` says which),
     ``free_gpus[G]`` per GPU group, ``free_cores[C]`` per socket, ``gpu_job[U]`` (-1 free),
     ``link_jobs[L]``, ``link_load[L]`` (sum of the crossing jobs' sharing weights: their
     duty cycles under ``traffic`` sharing, 1 each under ``equal``); per job demands
@@ -247,6 +248,9 @@ class Simulator:
         self.timeline = Timeline()
         self.decisions = 0
         self.events = 0  # arrivals, completions and ticks processed
+        # Running jobs stopped so far (completed, preempted, resized), in order: a
+        # scheduler that remembers "no room" reads who freed resources since.
+        self._released_jobs: list[int] = []
 
     # ------------------------------------------------------------------ queries
     @property
@@ -270,6 +274,16 @@ class Simulator:
     def done(self) -> bool:
         """True once every job finished or the horizon was reached."""
         return self._finished_count == self.num_jobs or self.now >= self.config.horizon_s
+
+    @property
+    def releases(self) -> int:
+        """How many times a running job stopped (completed, preempted, resized)."""
+        return len(self._released_jobs)
+
+    def released_since(self, releases: int) -> np.ndarray:
+        """The jobs of the stops after the first ``releases`` ones, in order (a job
+        stopped twice appears twice)."""
+        return np.array(self._released_jobs[releases:], dtype=np.int64)
 
     def waiting_jobs(self) -> np.ndarray:
         """Jobs waiting to be placed, in arrival order."""
@@ -619,6 +633,7 @@ class Simulator:
 
     def _release(self, job: int) -> None:
         record = self._job_tasks.pop(job)
+        self._released_jobs.append(job)
         self._take_room(record, +1)
         self.gpu_job[record.gpus] = -1
         self._apply_load(job, record, -1)
@@ -682,6 +697,19 @@ class Simulator:
 
     def _task_rows(self, job: int, record: _JobPlacement) -> TaskRows:
         cluster = self.cluster
+        if len(record.task_group) == 1 and record.workers == 1:
+            # One worker (most trace jobs): its rows directly, without the general
+            # stacking (a job's own load at its places is then its task's).
+            group = int(record.task_group[0])
+            cpu, pcie = float(self.cpu_use[job]), float(self.pcie_use[job])
+            return TaskRows(
+                np.array(
+                    [[job], [group], [cluster.group_socket[group]], [cluster.group_server[group]]],
+                    dtype=np.int64,
+                ),
+                _ONE_WORKER,
+                np.array([[cpu], [pcie], [cpu], [cpu], [pcie]]),
+            )
         is_worker = np.arange(len(record.task_group)) < record.workers
         return TaskRows.for_job(
             job,
@@ -695,8 +723,8 @@ class Simulator:
 
     def _pair_rows(self, job: int, record: _JobPlacement) -> PairRows:
         """The job's communicating pairs with their routes (none if communication is off)."""
-        if not self.config.communication:
-            return PairRows.empty()
+        if not self.config.communication or len(record.task_group) == 1:
+            return PairRows.empty()  # one task (most trace jobs) talks to nobody
         task_a, task_b, megabytes = communication_pairs(
             self.collective[job],
             record.workers,
@@ -846,6 +874,10 @@ class Simulator:
                 else 1.0,
             ),
         )
+
+
+_ONE_WORKER = np.ones(1, dtype=bool)
+_ONE_WORKER.flags.writeable = False
 
 
 def _sorted_with(ids: np.ndarray | None, job: int, member: bool) -> np.ndarray | None:

@@ -172,3 +172,44 @@ def test_the_compact_room_probe_changes_no_schedule(seed, policy, monkeypatch):
         lambda sim, tasks, servers, gpus, *rest: np.ones(len(gpus), bool),
     )
     assert schedule() == probed
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("policy", ["las+packing", "srtf+locality"])
+def test_remembering_plans_without_room_changes_no_schedule(seed, policy, monkeypatch):
+    """A plan that found no room even with all its victims released is remembered and
+    not tried again while nothing but its victims stopped and its new victims all
+    started since. Answering "try again" everywhere, every job starts, is preempted and
+    finishes at the same times."""
+    from envs.schedulers import preemption
+
+    cluster = build_cluster("flat", servers=4, server="dgx1")  # 4 servers x 8 GPUs
+
+    def schedule() -> tuple[list[float], list[float], list[int]]:
+        rng = np.random.default_rng(seed)
+        workload = make_workload(
+            "deepshare",
+            num_jobs=80,
+            rng=rng,
+            gpu_choices=(1, 2, 4, 8, 16),
+            mean_interarrival_s=60.0,
+        )
+        sim = Simulator(cluster, workload, SimulatorConfig(restart_cost_s=RESTART))
+        settings_ = PreemptionSettings(min_run_s=60.0, las_thresholds_gpu_s=(300.0, 3600.0))
+        sim.run(make_scheduler(policy, preemption=settings_))
+        assert (sim.status == JobStatus.FINISHED).all()
+        return sim.first_start.tolist(), sim.finish_time.tolist(), sim.preemptions.tolist()
+
+    remembered = preemption._NoRoom.still_holds
+    answers: list[bool] = []
+
+    def counted(self, *args) -> bool:
+        answer = remembered(self, *args)
+        answers.append(answer)
+        return answer
+
+    monkeypatch.setattr(preemption._NoRoom, "still_holds", counted)
+    recalled = schedule()
+    assert any(answers), "no plan was skipped: this workload cannot test the memory"
+    monkeypatch.setattr(preemption._NoRoom, "still_holds", lambda self, *args: False)
+    assert schedule() == recalled

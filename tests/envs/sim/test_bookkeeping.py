@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envs.sim import JobStatus, Simulator, SimulatorConfig
+from envs.sim.running import TaskRows
 from envs.topology import Cluster, build_cluster
 from envs.workload import make_workload
 
@@ -33,7 +34,21 @@ def plain_fragmentation(cluster: Cluster, gpu_remaining: np.ndarray) -> float:
 
 
 class PlainSampling(Simulator):
-    """Timeline samples from a full recount: every job's status, every GPU."""
+    """Timeline samples from a full recount: every job's status, every GPU; every job's
+    task rows built the general way (no one-worker shortcut)."""
+
+    def _task_rows(self, job: int, record) -> TaskRows:
+        cluster = self.cluster
+        is_worker = np.arange(len(record.task_group)) < record.workers
+        return TaskRows.for_job(
+            job,
+            record.task_group,
+            cluster.group_socket[record.task_group],
+            cluster.group_server[record.task_group],
+            is_worker,
+            np.where(is_worker, self.cpu_use[job], record.task_cpus),
+            np.where(is_worker, self.pcie_use[job], 0.0),
+        )
 
     def _record(self) -> None:
         self._refresh()
@@ -60,17 +75,36 @@ class RandomPolicy:
 
     def __init__(self, seed: int) -> None:
         self.rng = np.random.default_rng(seed)
+        self.preempted: list[int] = []  # at the last decision
+        self.releases_seen = 0
+        self.finished: np.ndarray | None = None
 
     def schedule(self, sim: Simulator) -> None:
+        self.check_releases(sim)
         check_bookkeeping(sim)
         running = sim.running_jobs()
+        self.preempted = []
         if len(running) and self.rng.random() < 0.3:
-            sim.preempt(int(self.rng.choice(running)))
+            victim = int(self.rng.choice(running))
+            sim.preempt(victim)
+            self.preempted.append(victim)
         for job in self.rng.permutation(sim.waiting_jobs()).tolist():
             groups = self.random_groups(sim, job)
             if groups is not None:
                 sim.place(job, groups)
         check_bookkeeping(sim)
+
+    def check_releases(self, sim: Simulator) -> None:
+        """The simulator's stops since the last decision: the preemption made there, then
+        the jobs that finished since (their order among themselves is by time)."""
+        finished = sim.status == JobStatus.FINISHED
+        before = np.zeros_like(finished) if self.finished is None else self.finished
+        released = sim.released_since(self.releases_seen)
+        count = len(self.preempted)
+        assert released[:count].tolist() == self.preempted
+        np.testing.assert_array_equal(np.sort(released[count:]), np.flatnonzero(finished & ~before))
+        assert sim.releases == self.releases_seen + len(released)
+        self.finished, self.releases_seen = finished, sim.releases
 
     def random_groups(self, sim: Simulator, job: int) -> list[int] | None:
         gpus, cpus = sim.task_demands(job)
