@@ -752,9 +752,11 @@ class Simulator:
         records = [self._job_tasks[job] for job in jobs]
         affected = np.array(jobs, dtype=np.int64)
         # Per affected job (sorted), not per job of the workload: Philly has 82k of them.
-        slowdown, comm, comm_alone = (np.zeros(len(affected)) for _ in range(3))
+        comm, comm_alone = np.zeros(len(affected)), np.zeros(len(affected))
+        slowdown: np.ndarray | float = 0.0
         if self.config.interference:
-            ids, values = interference_slowdowns(
+            # Every running job has a task: the rows' jobs are `affected`, in order.
+            _, slowdown = interference_slowdowns(
                 TaskRows.concat([record.tasks for record in records]),
                 self._socket_cpu,
                 self._server_cpu,
@@ -762,15 +764,13 @@ class Simulator:
                 self._socket_other_cores,
                 self.config.coefficients,
             )
-            slowdown[np.searchsorted(affected, ids)] = values
-        ids, now, alone = communication_times(
-            PairRows.concat([record.pairs for record in records]),
-            self.cluster.link_gbps,
-            self.link_load,
-            self._link_weight,
-        )
-        at = np.searchsorted(affected, ids)
-        comm[at], comm_alone[at] = now, alone
+        pairs = PairRows.concat([record.pairs for record in records])
+        if len(pairs.job):  # jobs of one task (most trace jobs) exchange nothing
+            ids, now, alone = communication_times(
+                pairs, self.cluster.link_gbps, self.link_load, self._link_weight
+            )
+            at = np.searchsorted(affected, ids)
+            comm[at], comm_alone[at] = now, alone
         self._remaining_fresh = False
         compute = self.compute_time[affected]
         factor = self.speed_factor[affected]
