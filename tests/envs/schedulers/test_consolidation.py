@@ -213,3 +213,31 @@ def test_remembering_plans_without_room_changes_no_schedule(seed, policy, monkey
     assert any(answers), "no plan was skipped: this workload cannot test the memory"
     monkeypatch.setattr(preemption._NoRoom, "still_holds", lambda self, *args: False)
     assert schedule() == recalled
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_one_server_room_test_answers_as_the_general_one(seed):
+    """The compact-room probe's shortcut for one state, one server and alike tasks
+    (the plans' usual question) gives the general test's answers: the same states asked
+    two at a time take the general path."""
+    from envs.schedulers import preemption
+    from envs.schedulers.tasks import JobTasks
+
+    rng = np.random.default_rng(seed)
+    cluster = build_cluster("flat", servers=6, server="dgx1")  # one GPU group per socket
+    workload = make_workload("deepshare", num_jobs=40, rng=rng, gpu_choices=(1, 2, 4, 8))
+    sim = Simulator(cluster, workload)
+    asked = 0
+    for job in range(sim.num_jobs):
+        tasks = JobTasks.of(sim, job)
+        free_gpus = rng.integers(0, cluster.group_gpus + 1)
+        # Whole and fractional cores, some a hair above a task's need.
+        free_cores = rng.choice([0.0, 0.5, 1.0, 2.0, 3.0 + 1e-10, 4.0], cluster.num_sockets)
+        for slack in (0.0, 1e-6):
+            one = preemption._compact_rooms(sim, tasks, 1, free_gpus[None], free_cores[None], slack)
+            two = preemption._compact_rooms(
+                sim, tasks, 1, np.stack([free_gpus] * 2), np.stack([free_cores] * 2), slack
+            )
+            assert one.tolist() == two[:1].tolist()
+            asked += int(one[0])
+    assert 0 < asked < 2 * sim.num_jobs, "every answer alike: the states test nothing"
