@@ -154,7 +154,9 @@ def tune_config(experiment: ExperimentConfig, num_samples: int | None = None) ->
     """Tune's TuneConfig of the sweep: metric and mode, the scheduler (FIFO, ASHA or PBT
     over training iterations) and the search algorithm (random or Optuna)."""
     from ray import tune as ray_tune
-    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTraining
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+
+    from tune.pbt import DurablePBT
 
     sweep = sweep_of(experiment)
     settings = dict(sweep.scheduler_config)
@@ -172,7 +174,10 @@ def tune_config(experiment: ExperimentConfig, num_samples: int | None = None) ->
             RLLIB_NAMES.get(_rllib_key(key), _rllib_key(key)): domain(spec)
             for key, spec in sweep.space.items()
         }
-        scheduler = PopulationBasedTraining(
+        # Tune's PBT, but a trial restores what it exploits from a copy in its own folder:
+        # the strong trial's own copy may be deleted before (or long after, on --resume)
+        # the weak one restarts (tune/pbt.py).
+        scheduler = DurablePBT(
             time_attr="training_iteration",
             perturbation_interval=float(settings.get("perturbation_interval", 2)),
             burn_in_period=float(settings.get("burn_in_period", 0)),

@@ -1,0 +1,166 @@
+"""Population based training whose exploits survive checkpoint deletion and ``--resume``.
+
+Tune's :class:`~ray.tune.schedulers.PopulationBasedTraining` exploits by pointing the weak
+trial's latest checkpoint at the strong trial's checkpoint *in the strong trial's folder*.
+The strong trial keeps training and its checkpoint manager deletes its older checkpoints
+(``checkpoint.keep``, by score when one is declared): the checkpoint the weak trial was
+told to restore may be gone by the time it restarts -- after its actor has been rebuilt,
+and much later after an interrupted sweep is resumed, since the experiment state records
+that foreign path until the weak trial saves its own checkpoint. The restore then fails,
+the trial ends in ERROR at the iteration it had reached, and the sweep counts it as done.
+
+:class:`DurablePBT` copies the chosen checkpoint into the weak trial's own folder at the
+moment of the exploit (``exploited_<strong trial id>_<checkpoint name>``) and points the
+trial there, so no other trial's bookkeeping can delete what it restores from. When the
+checkpoint PBT recorded for the strong trial is already gone, its latest checkpoint (which
+Tune never deletes) is cloned instead; a trial without any is not exploited this round.
+A trial keeps its two newest copies (the older of the two covers an experiment state saved
+before the newest exploit).
+
+The exploit also changes the trial's hyperparameters (``Trial.set_config``), but Tune keeps
+each trial's config as first sampled as well, with placeholders for its non-primitive
+values (an RLlib config has classes and functions), and rebuilds the config from that one
+when an experiment is restored: a resumed sweep would train the cloned weights with the
+hyperparameters of before the exploit. :class:`DurablePBT` writes the perturbed values into
+that first config too, so ``--resume`` continues with the values PBT chose.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import posixpath
+from typing import Any
+
+from ray.train._internal.session import _TrainingResult
+from ray.tune import Checkpoint
+from ray.tune.schedulers import PopulationBasedTraining
+
+logger = logging.getLogger(__name__)
+
+#: Folder-name prefix of an exploited checkpoint's copy inside the exploiting trial's folder.
+COPY_PREFIX = "exploited_"
+#: Copies a trial keeps: the newest, and the one an older experiment state may still name.
+COPIES_KEPT = 2
+
+
+def checkpoint_exists(checkpoint: Any) -> bool:
+    """Whether ``checkpoint`` (a Checkpoint, or None or a save still in flight: False) is a
+    folder still on its storage."""
+    import pyarrow.fs
+    from ray.train import Checkpoint as AnyCheckpoint  # Tune's Checkpoint subclasses it
+
+    if not isinstance(checkpoint, AnyCheckpoint):
+        return False
+    info = checkpoint.filesystem.get_file_info(checkpoint.path)
+    return info.type == pyarrow.fs.FileType.Directory
+
+
+def copy_checkpoint(checkpoint: Checkpoint, destination: str, filesystem: Any) -> Checkpoint:
+    """A copy of ``checkpoint``'s folder at ``destination`` on ``filesystem`` (any pyarrow
+    filesystem Tune's storage uses: local, S3, GCS), replacing what was there."""
+    import pyarrow.fs
+
+    if filesystem.get_file_info(destination).type != pyarrow.fs.FileType.NotFound:
+        filesystem.delete_dir(destination)
+    filesystem.create_dir(destination, recursive=True)
+    pyarrow.fs.copy_files(
+        checkpoint.path,
+        destination,
+        source_filesystem=checkpoint.filesystem,
+        destination_filesystem=filesystem,
+    )
+    return Checkpoint(destination, filesystem=filesystem)
+
+
+#: Where Tune keeps a trial's config as first sampled (name-mangled ``Trial.__unresolved_config``).
+UNRESOLVED_CONFIG = "_Trial__unresolved_config"
+
+
+def copy_mutated_values(mutations: dict, source: dict, target: dict) -> None:
+    """Set every key of ``mutations`` (PBT's ``hyperparam_mutations``, nested dicts for
+    nested keys) in ``target`` to its value in ``source``."""
+    for key, spec in mutations.items():
+        if key not in source:
+            continue
+        if isinstance(spec, dict) and isinstance(source[key], dict):
+            copy_mutated_values(spec, source[key], target.setdefault(key, {}))
+        else:
+            target[key] = copy.deepcopy(source[key])
+
+
+def keep_mutations_on_restore(trial: Any, mutations: dict) -> None:
+    """Write ``trial``'s current values of the mutated keys into the config Tune rebuilds
+    the trial from when an experiment is restored (see the module docstring)."""
+    first = getattr(trial, UNRESOLVED_CONFIG)
+    if first is trial.config:  # never resolved: the config itself is what is saved
+        return
+    updated = copy.deepcopy(first)
+    copy_mutated_values(mutations, trial.config, updated)
+    setattr(trial, UNRESOLVED_CONFIG, updated)
+    trial.invalidate_json_state()
+
+
+def copy_name(donor_trial_id: str, checkpoint: Checkpoint) -> str:
+    """``exploited_<donor trial id>_<checkpoint folder name>``."""
+    return f"{COPY_PREFIX}{donor_trial_id}_{posixpath.basename(checkpoint.path.rstrip('/'))}"
+
+
+class DurablePBT(PopulationBasedTraining):
+    """Tune's PBT, exploiting from a copy of the strong trial's checkpoint made in the weak
+    trial's own folder (see the module docstring); every setting is PBT's own."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: Copies made per trial id, oldest first (this driver's only: a resumed sweep
+        #: leaves the copies of before in place).
+        self._copies: dict[str, list[str]] = {}
+
+    def _exploit(self, tune_controller: Any, trial: Any, trial_to_clone: Any) -> None:
+        """Clone ``trial_to_clone`` into ``trial`` like PBT, from a copy in ``trial``'s folder."""
+        source = self._source_checkpoint(trial_to_clone)
+        if source is None:
+            logger.info(
+                "[pbt]: no checkpoint of trial %s is left to clone; trial %s goes on unchanged",
+                trial_to_clone,
+                trial,
+            )
+            return
+        checkpoint, metrics = source
+        storage = trial.storage
+        destination = posixpath.join(
+            storage.trial_fs_path, copy_name(trial_to_clone.trial_id, checkpoint)
+        )
+        copied = copy_checkpoint(checkpoint, destination, storage.storage_filesystem)
+        super()._exploit(tune_controller, trial, trial_to_clone)
+        # PBT pointed the trial at the strong trial's folder: point it at the copy instead.
+        trial.run_metadata.checkpoint_manager._latest_checkpoint_result = _TrainingResult(
+            checkpoint=copied, metrics=metrics
+        )
+        # The experiment state caches this trial's metadata; changed in place, it would be
+        # saved stale and a resumed sweep would restore the old checkpoint.
+        trial.run_metadata.invalidate_cache()
+        keep_mutations_on_restore(trial, self._hyperparam_mutations)
+        self._forget_old_copies(trial, destination)
+
+    def _source_checkpoint(self, trial_to_clone: Any) -> tuple[Checkpoint, dict] | None:
+        """The checkpoint to clone and its training result: the one PBT recorded at the
+        strong trial's last perturbation if still there, else the trial's latest."""
+        state = self._trial_state[trial_to_clone]
+        if checkpoint_exists(state.last_checkpoint):
+            return state.last_checkpoint, state.last_result
+        latest = trial_to_clone.run_metadata.checkpoint_manager.latest_checkpoint_result
+        if latest is not None and checkpoint_exists(latest.checkpoint):
+            return latest.checkpoint, latest.metrics
+        return None
+
+    def _forget_old_copies(self, trial: Any, newest: str) -> None:
+        """Delete ``trial``'s copies beyond the :data:`COPIES_KEPT` newest."""
+        copies = [path for path in self._copies.get(trial.trial_id, []) if path != newest]
+        copies.append(newest)
+        for stale in copies[:-COPIES_KEPT]:
+            try:
+                trial.storage.storage_filesystem.delete_dir(stale)
+            except OSError as error:  # already gone: nothing to free
+                logger.debug("could not delete %s: %s", stale, error)
+        self._copies[trial.trial_id] = copies[-COPIES_KEPT:]
