@@ -28,6 +28,7 @@ from common import print_table, write_results
 
 from tune.experiment import load_config
 from tune.rllib_config import algorithm_config
+from tune.worker_env import worker_env_vars
 
 CONFIGS = Path(__file__).resolve().parents[1] / "tune" / "configs"
 GOAL_ENV_STEPS_PER_S = 500.0
@@ -157,7 +158,13 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     # Four logical CPUs on two cores, so that remote env runners (one CPU each) fit beside
     # the trial process: the cases measure what oversubscribing the two cores gives.
-    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, _temp_dir=str(session))
+    ray.init(
+        num_cpus=4,
+        include_dashboard=False,
+        log_to_driver=False,
+        _temp_dir=str(session),
+        runtime_env={"env_vars": worker_env_vars()},  # the trials' threads as train.py's
+    )
     try:
         records = [
             {

@@ -16,6 +16,7 @@ from typing import Any
 from tune.experiment import ConfigError, ExperimentConfig
 from tune.mlflow_retry import Deadline
 from tune.paths import results_root, storage_join
+from tune.worker_env import worker_env_vars
 
 #: The training result Tune ranks trials by.
 BEST_METRIC = "env_runners/episode_return_mean"
@@ -23,14 +24,21 @@ BEST_METRIC = "env_runners/episode_return_mean"
 
 def start_ray(tracking_uri: str | None = None) -> None:
     """Join the cluster in RAY_ADDRESS (``ray job submit`` sets it) or start a local Ray;
-    with ``tracking_uri``, code inside trials and tasks sees it as MLFLOW_TRACKING_URI."""
+    with ``tracking_uri``, code inside trials and tasks sees it as MLFLOW_TRACKING_URI.
+    Workers get passive OpenMP waits (:mod:`tune.worker_env`); variables a submitted job's
+    runtime environment sets itself are left to it."""
     import ray
 
     options: dict[str, Any] = {"log_to_driver": False}
+    extra = {}
     if tracking_uri is not None:
         # Code inside trials must see the tracking URI too (ray#36257).
         os.environ["MLFLOW_TRACKING_URI"] = tracking_uri
-        options["runtime_env"] = {"env_vars": {"MLFLOW_TRACKING_URI": tracking_uri}}
+        extra["MLFLOW_TRACKING_URI"] = tracking_uri
+    # Every worker's torch threads wait passively (tune.worker_env says why).
+    env_vars = worker_env_vars(extra)
+    if env_vars:
+        options["runtime_env"] = {"env_vars": env_vars}
     if os.environ.get("RAY_ADDRESS"):
         ray.init(address=os.environ["RAY_ADDRESS"], **options)
     else:

@@ -620,13 +620,15 @@ def test_ray_job_submit_on_a_real_head(tmp_path: Path) -> None:
     try:
         assert start.returncode == 0, start.stderr[-3000:]
         uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+        # The tracking URI in the job's runtime environment, as README "Running on a
+        # cluster" submits it: train.py's own runtime environment must merge with it.
+        job_env = {"env_vars": {"MLFLOW_TRACKING_URI": uri}}
         command = [
             str(BIN / "ray"),
             *("job", "submit", "--address", f"http://127.0.0.1:{dashboard}"),
-            *("--working-dir", str(ROOT), "--"),
+            *("--working-dir", str(ROOT), "--runtime-env-json", json.dumps(job_env), "--"),
             *("python", "platform/train.py", "--config", "tests/data/configs/tiny.yaml"),
             *("--stop-iters", "1", "--storage", str(tmp_path / "results"), "--json"),
-            *("--set", f"tracking.tracking_uri={uri}"),
         ]
         deadline = time.monotonic() + 120
         while True:

@@ -1,0 +1,103 @@
+"""Passive OpenMP waits for podsched's processes and Ray workers (tune.worker_env), and
+runtime environments that merge with a submitted job's."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ray.runtime_env.runtime_env import _merge_runtime_env
+
+from tune.worker_env import (
+    DEFAULT_WAIT_POLICY,
+    JOB_CONFIG_VARIABLE,
+    WAIT_POLICY,
+    job_env_vars,
+    wait_passively,
+    worker_env_vars,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _submitted_job(monkeypatch, env_vars: dict[str, str]) -> None:
+    """This process as the driver of a job whose runtime environment sets ``env_vars``
+    (what Ray's job manager puts in the driver's environment)."""
+    job = {"runtime_env": {"working_dir": "/srv/podsched", "env_vars": env_vars}}
+    monkeypatch.setenv(JOB_CONFIG_VARIABLE, json.dumps(job))
+    for name, value in env_vars.items():
+        monkeypatch.setenv(name, value)
+
+
+def test_workers_get_passive_waits_and_the_extra_variables(monkeypatch) -> None:
+    monkeypatch.delenv(WAIT_POLICY, raising=False)
+    monkeypatch.delenv(JOB_CONFIG_VARIABLE, raising=False)
+    assert DEFAULT_WAIT_POLICY == "PASSIVE"
+    assert worker_env_vars({"MLFLOW_TRACKING_URI": "http://m:5000"}) == {
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "MLFLOW_TRACKING_URI": "http://m:5000",
+    }
+
+
+def test_a_policy_the_user_exported_is_kept(monkeypatch) -> None:
+    monkeypatch.setenv(WAIT_POLICY, "ACTIVE")
+    monkeypatch.delenv(JOB_CONFIG_VARIABLE, raising=False)
+    wait_passively()
+    assert os.environ[WAIT_POLICY] == "ACTIVE"
+    assert worker_env_vars() == {"OMP_WAIT_POLICY": "ACTIVE"}
+
+
+def test_this_process_waits_passively_when_nothing_chose(monkeypatch) -> None:
+    monkeypatch.delenv(WAIT_POLICY, raising=False)
+    wait_passively()
+    assert os.environ[WAIT_POLICY] == "PASSIVE"
+
+
+def test_variables_a_submitted_job_sets_are_left_to_it(monkeypatch) -> None:
+    # README's cluster path: `ray job submit --runtime-env-json
+    # '{"env_vars": {"MLFLOW_TRACKING_URI": ...}}'`; train.py then resolves the same URI.
+    job_vars = {"MLFLOW_TRACKING_URI": "http://mlflow:5000", "OMP_WAIT_POLICY": "ACTIVE"}
+    _submitted_job(monkeypatch, job_vars)
+    assert job_env_vars() == job_vars
+    ours = worker_env_vars({"MLFLOW_TRACKING_URI": "http://mlflow:5000", "EXTRA": "1"})
+    assert ours == {"EXTRA": "1"}
+    job = json.loads(os.environ[JOB_CONFIG_VARIABLE])["runtime_env"]
+    # Ray's own merge (what ray.init does in a job's driver) accepts ours and keeps the
+    # job's values; it refuses (None) the same variable from both sides.
+    merged = _merge_runtime_env(job, {"env_vars": ours})
+    assert merged["env_vars"] == {**job_vars, "EXTRA": "1"}
+    assert _merge_runtime_env(job, {"env_vars": {"MLFLOW_TRACKING_URI": "x"}}) is None
+
+
+def test_a_job_without_env_vars_gets_the_wait_policy(monkeypatch) -> None:
+    monkeypatch.setenv(JOB_CONFIG_VARIABLE, json.dumps({"runtime_env": {"working_dir": "/w"}}))
+    monkeypatch.delenv(WAIT_POLICY, raising=False)
+    assert job_env_vars() == {}
+    assert worker_env_vars() == {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
+def test_a_local_ray_started_by_the_programs_gives_its_workers_passive_waits() -> None:
+    # A process of its own: Ray starts once per process, and this test's Ray must be the
+    # one tune.runs.start_ray starts.
+    program = (
+        "import os, ray\n"
+        "from tune.runs import start_ray\n"
+        "start_ray()\n"
+        "seen = ray.get(ray.remote(lambda: os.environ.get('OMP_WAIT_POLICY')).remote())\n"
+        "print('worker:', seen)\n"
+        "ray.shutdown()\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != WAIT_POLICY}
+    env.pop(JOB_CONFIG_VARIABLE, None)
+    # A short session folder: Ray's unix sockets live there (108-byte path limit).
+    with tempfile.TemporaryDirectory(prefix="ray-", dir="/tmp") as session:
+        env.update(RAY_ADDRESS="", PYTHONPATH=str(ROOT), RAY_TMPDIR=session)
+        result = subprocess.run(
+            [sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=180
+        )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "worker: PASSIVE" in result.stdout.splitlines()
