@@ -186,34 +186,37 @@ class Preemptor:
         outranks = np.flatnonzero(waiting_rank < victim_rank.max())
         best_first = outranks[np.argsort(waiting_rank[outranks])]
         candidates, candidate_rank = waiting[best_first], waiting_rank[best_first]
-        shapes = self.shape_of[candidates]
         alive = np.ones(len(candidates), dtype=bool)
         preempted = False
-        failed = _FailedDemands(sim, candidates)
+        failed = _FailedDemands(sim, candidates, self.shape_of[candidates])
+        last_victim_rank = int(victim_rank.max())
         position = 0
-        while len(victims):
-            ahead = alive[position:]
-            if not ahead.any():
-                break
-            position += int(np.argmax(ahead))
+        while len(victims) and position < len(alive):
+            position += int(np.argmax(alive[position:]))
+            if not alive[position]:
+                break  # none alive ahead
             job, job_rank = int(candidates[position]), int(candidate_rank[position])
-            if victim_rank.max() < job_rank:
+            if last_victim_rank < job_rank:
                 break  # no preemptible job is ranked after this one, nor after the rest
+            mine = victim_rank > job_rank
+            plan = None
+            # Known to find no room even with all its victims released: none now either
+            # (skipped before looking for room; see _NoRoom).
+            hopeless = self._known_without_room(sim, job, victims[mine])
             groups = None
-            if self.may_start_compact(sim, view, job):
+            if not hopeless and self.may_start_compact(sim, view, job):
                 groups = view.place(self.placement, job)
             if groups is None or not self.is_compact(sim, view, job, groups):
                 # No room, or (under consolidation) room only spread wider than the job
                 # alone: the job starts here only if preemptions make compact room (the
                 # walk holds it back too).
-                mine = victim_rank > job_rank
-                plan = self._plan(sim, view, job, victims[mine], victim_rank[mine])
+                if not hopeless:
+                    plan = self._plan(sim, view, job, victims[mine], victim_rank[mine])
                 if plan is None:
                     if strict:
                         break
                     # Jobs alike behind it have fewer victims: they fail too; so do the
                     # jobs its demand rules out (see _FailedDemands), skipped untried.
-                    alive[position:] &= shapes[position:] != shapes[position]
                     alive[position:] &= ~failed.ruled_out(position)[position:]
                     position += 1
                     continue
@@ -224,6 +227,7 @@ class Preemptor:
                 # A few victims at most: a broadcast comparison beats np.isin's sorting.
                 kept = ~(victims[:, None] == chosen[None, :]).any(axis=1)
                 victims, victim_rank = victims[kept], victim_rank[kept]
+                last_victim_rank = int(victim_rank.max()) if len(victims) else -1
                 preempted = True
             start(job, groups)
             position += 1
@@ -354,6 +358,12 @@ class Preemptor:
             self._alone[key] = span
         return span
 
+    def _known_without_room(self, sim: Simulator, job: int, victims: np.ndarray) -> bool:
+        """Whether a plan for ``job`` over ``victims`` must fail as one of its key did
+        (:class:`_NoRoom`)."""
+        known = self._no_room.get(int(self.job_keys[job]))
+        return known is not None and known.still_holds(sim, self._start_number, victims)
+
     def _preemptible(self, sim: Simulator) -> np.ndarray:
         """Running jobs past their minimum run, not started in this decision."""
         running = sim.running_jobs()
@@ -377,9 +387,6 @@ class Preemptor:
         counts, and a plan whose victims all together leave none fails at once.
         """
         key = int(self.job_keys[job])
-        known = self._no_room.get(key)
-        if known is not None and known.still_holds(sim, self._start_number, victims):
-            return None
         tasks = JobTasks.of(sim, job)
         servers = self._alone_span(sim, view, job)[0] if self.consolidate else None
         if servers is not None and not self._may_be_compact(
@@ -534,16 +541,19 @@ class _FailedDemands:
     shrinks as tasks grow. Most plans of a pass would fail, most of them for this reason.
     """
 
-    def __init__(self, sim: Simulator, candidates: np.ndarray) -> None:
+    def __init__(self, sim: Simulator, candidates: np.ndarray, shapes: np.ndarray) -> None:
+        self._shapes = shapes
         self._alike = sim.num_ps[candidates] == 0
         self._workers = sim.num_workers[candidates]
         self._gpus = sim.worker_gpus[candidates]
         self._cpus = sim.worker_cpus[candidates]
 
     def ruled_out(self, failed: int) -> np.ndarray:
-        """Boolean per candidate: candidate ``failed`` found no room, so this one cannot."""
+        """Boolean per candidate: candidate ``failed`` found no room, so this one cannot
+        (``shapes[k]``: equal for jobs alike, which then fail alike; for a job of alike
+        tasks the demand test below covers them)."""
         if not self._alike[failed]:
-            return np.zeros(len(self._alike), dtype=bool)
+            return self._shapes == self._shapes[failed]
         return (
             self._alike
             & (self._workers >= self._workers[failed])
