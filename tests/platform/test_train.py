@@ -455,16 +455,25 @@ def test_a_dqn_sweep_with_asha_and_optuna(tmp_path: Path) -> None:
     assert sorted(run.info.status for run in children) == ["FINISHED", "FINISHED"]
 
 
+#: The sweeps interrupted and resumed: FIFO, and PBT perturbing at every iteration with one
+#: trial of two in each quantile, so that it exploits often (tune/pbt.py).
+RESUMED_SWEEPS = {
+    "fifo": "scheduler: fifo",
+    "pbt": "scheduler: pbt, scheduler_config: {perturbation_interval: 1, quantile_fraction: 0.5}",
+}
+
+
 @pytest.mark.integration
-def test_a_sweep_interrupted_and_resumed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("scheduler", sorted(RESUMED_SWEEPS))
+def test_a_sweep_interrupted_and_resumed(tmp_path: Path, scheduler: str) -> None:
     """Two trials over PPO's step size on the tiny experiment, interrupted (Ctrl-C) once a
     trial has its first checkpoint: the parent run ends KILLED and the program says how to go
-    on; ``--resume`` finishes every trial in the same parent and child runs, each
-    iteration logged once."""
+    on; ``--resume`` finishes every trial (none failed) in the same parent and child runs,
+    each iteration logged once."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     sweep = (
         "sweep={space: {algorithm.lr: {loguniform: [1.0e-4, 1.0e-3]}}, num_samples: 2, "
-        "scheduler: fifo}"
+        f"{RESUMED_SWEEPS[scheduler]}}}"
     )
     storage = tmp_path / "results"
     args = ["--config", str(TINY), "--storage", str(storage), "--json"]
@@ -482,18 +491,28 @@ def test_a_sweep_interrupted_and_resumed(tmp_path: Path) -> None:
     payload = last_json(resumed.stdout)
     assert payload["status"] == "FINISHED"
     assert payload["parent_run_id"] == first[0][0].info.run_id  # the same parent run
+    assert [row["error"] for row in payload["trials"]] == [None, None]
     assert [row["training_iteration"] for row in payload["trials"]] == [3, 3]
-    assert all(1e-4 <= row["params"]["algorithm.lr"] <= 1e-3 for row in payload["trials"])
+    # PBT perturbs a value by 0.8 or 1.2 at each of at most two exploits (iterations 1, 2).
+    low, high = (1e-4, 1e-3) if scheduler == "fifo" else (1e-4 * 0.8**2, 1e-3 * 1.2**2)
+    assert all(low <= row["params"]["algorithm.lr"] <= high for row in payload["trials"])
     # tiny.yaml declares checkpoint.score: the best trial's best-scored kept checkpoint.
     assert payload["best_checkpoint_by"] == "env_runners/episode_return_mean"
     assert Path(payload["best_checkpoint"]).parent.name == payload["best_trial"]
     parents, children = tiny_sweep_runs(uri)
-    assert len(parents) == 1 and parents[0].data.tags["scheduler"] == "fifo"
+    assert len(parents) == 1 and parents[0].data.tags["scheduler"] == scheduler
     assert parents[0].info.status == "FINISHED"
     assert sorted(run.info.status for run in children) == ["FINISHED", "FINISHED"]
     for run in children:  # the runs of before the interruption, continued
-        steps = client(uri).get_metric_history(run.info.run_id, "time_this_iter_s")
-        assert sorted(metric.step for metric in steps) == [1, 2, 3]
+        steps = [
+            m.step for m in client(uri).get_metric_history(run.info.run_id, "time_this_iter_s")
+        ]
+        if scheduler == "fifo":
+            assert sorted(steps) == [1, 2, 3]
+        else:
+            # Each step once, up to the stop; a trial that cloned one further ahead goes on
+            # from the clone's iteration, so PBT may skip a step.
+            assert len(steps) == len(set(steps)) and min(steps) == 1 and max(steps) == 3
 
 
 def tiny_sweep_runs(uri: str) -> tuple[list, list]:
