@@ -283,7 +283,7 @@ def log_evaluation(
             plot_learning_curve(
                 frame["training_iteration"], frame[BEST_METRIC], out / "learning_curve.png"
             )
-        # The learned rows against the best heuristic: with the full table (88 heuristics)
+        # The learned rows against the best heuristic: with the full table (96 heuristics)
         # one line per policy would be unreadable.
         shown = [policy for policy, entry in table.items() if entry.get("kind") == "learned"]
         shown += [info["best_heuristic"]] if info["best_heuristic"] else []

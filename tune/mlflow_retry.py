@@ -4,7 +4,7 @@ Training buffers its metrics while MLflow is unreachable
 (:class:`tune.mlflow_tracking.MLflowTrialCallback`); the held-out comparison after it is
 one finished run per policy, logged in one go. :func:`log_run_retrying` logs such a run
 and, when the tracking server cannot be reached, waits and tries again until a deadline:
-a comparison of 88 heuristics is not lost to a server restart. A try that failed after
+a comparison of 96 heuristics is not lost to a server restart. A try that failed after
 its run was created leaves a half-made run; it is deleted before the next try, so the
 comparison still has one run per policy.
 """

@@ -23,7 +23,7 @@ SCALES = ("small", "paper")
 #: What every small-scale run evaluates on: five held-out workloads.
 SMALL_EVALUATION_SEEDS = "evaluation.seeds=[1000, 1001, 1002, 1003, 1004]"
 #: 001's baselines and the product's two best heuristics (README Results): the rows a
-#: small 001 run plays instead of the 88-heuristic table.
+#: small 001 run plays instead of the 96-heuristic table.
 SMALL_POD_BASELINES = (
     "evaluation.baselines=[fifo+tetris, fifo+load-balancing, fifo+lif, dsif+packing, dsif+locality]"
 )

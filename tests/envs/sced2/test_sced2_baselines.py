@@ -8,7 +8,11 @@ import pytest
 from envs.sced2 import Sced2Env
 from envs.sced2.baselines import SCED2_BASELINES, run_sced2_baseline, simulate_baseline
 from envs.sced2.config import Sced2Config
+from envs.sced2.core import sced2_cluster
 from envs.sced2.jobs import parse_jobs
+from envs.sced2.speed import ProfiledSimulator
+from envs.schedulers import make_scheduler
+from envs.sim import JobStatus, SimulatorConfig
 
 
 def job(arrival: float, model: str, gpus: int, duration: float) -> dict:
@@ -90,6 +94,42 @@ def test_locality_shapes_the_choice(
     assert servers_used[2] == vgg_servers
     expected = 10 if vgg_after is None else finish[vgg_after]
     assert start[2] == pytest.approx(expected)
+
+
+# SPREAD, with four 8-GPU jobs arriving at 100-400 s that cannot start before 9000 s: each
+# arrival is one more decision at which the VGG16 is held.
+IMPATIENT = [
+    *SPREAD[:3],
+    *(job(arrival, "Transformer", 8, 50_000) for arrival in (100, 200, 300, 400)),
+]
+
+
+@pytest.mark.parametrize(
+    ("policy", "vgg_after", "vgg_servers"),
+    [
+        # Held at 10, 100 and 200 s: 002's three delays spent, placed spread at 300 s.
+        ("dsif", None, 2),
+        # Held at all five decisions, then one server of its own when blocker 0 ends.
+        ("dsif-patient", 0, 1),
+    ],
+)
+def test_the_patient_dsif_outwaits_the_three_delays(
+    policy: str, vgg_after: int | None, vgg_servers: int
+) -> None:
+    # 002's cluster and speeds, the product's scheduler (dsif-patient is not one of 002's
+    # baselines), run decision by decision to see where the VGG16 starts.
+    config = Sced2Config(servers=2)
+    sim = ProfiledSimulator(
+        sced2_cluster(2, config.gpus_per_server), parse_jobs(IMPATIENT, config), SimulatorConfig()
+    )
+    scheduler, servers = make_scheduler(f"{policy}+packing"), None
+    while sim.run_until_decision():
+        scheduler.schedule(sim)
+        if servers is None and sim.status[2] == JobStatus.RUNNING:
+            servers = len(np.unique(sim.cluster.gpu_server[sim.job_placement(2)[1]]))
+    expected = 300 if vgg_after is None else sim.finish_time[vgg_after]
+    assert sim.first_start[2] == pytest.approx(expected)
+    assert servers == vgg_servers
 
 
 def test_run_sced2_baseline_summarizes_seeded_traces() -> None:

@@ -123,7 +123,20 @@ def workloads() -> dict:
 
 
 WORKLOADS = workloads()
-ORDERINGS = ("fifo", "sjf", "srtf", "las", "drf", "sif", "dsif", "saf", "lrf", "spf", "random")
+ORDERINGS = (
+    "fifo",
+    "sjf",
+    "srtf",
+    "las",
+    "drf",
+    "sif",
+    "dsif",
+    "dsif-patient",
+    "saf",
+    "lrf",
+    "spf",
+    "random",
+)
 
 
 def assert_same_runs(name: str, workload, config=None, backfill: bool = True) -> None:

@@ -15,7 +15,20 @@ from envs.schedulers import (
     split_scheduler_name,
 )
 
-ORDERINGS = ("fifo", "sjf", "srtf", "las", "drf", "sif", "dsif", "saf", "lrf", "spf", "random")
+ORDERINGS = (
+    "fifo",
+    "sjf",
+    "srtf",
+    "las",
+    "drf",
+    "sif",
+    "dsif",
+    "dsif-patient",
+    "saf",
+    "lrf",
+    "spf",
+    "random",
+)
 PLACEMENTS = (
     "packing",
     "tetris",
