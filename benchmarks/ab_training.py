@@ -7,7 +7,8 @@ runs PPO from two source trees (``--baseline``, e.g. ``git worktree add /tmp/bas
 and this checkout) alternately, ``--runs`` times each, every run in a fresh process with
 that tree first on ``sys.path``, the env runner and the learner in the process (no Tune).
 Each run builds the algorithm, trains one warm-up iteration, then times ``--iterations``
-calls of ``algo.train()`` and, inside them, every call of the learner's update.
+calls of ``algo.train()`` and, inside them, every call of the learner's update. A tree
+whose programs set torch's thread waits (``tune.worker_env``) gets them in its runs too.
 
 How to run: ``python benchmarks/ab_training.py --baseline /tmp/base
 [--config tune/configs/demo.yaml] [--runs 5] [--iterations 6] [--set KEY=VALUE ...]``.
@@ -39,6 +40,11 @@ CHILD = """
 import json, sys, time
 marker, root = sys.argv[1], sys.argv[2]
 sys.path.insert(0, root)
+try:  # the tree's own thread settings, before torch loads (as its train.py does)
+    from tune.worker_env import wait_passively
+    wait_passively()
+except ImportError:
+    pass
 import ray
 from tune.experiment import load_config
 from tune.rllib_config import algorithm_config
