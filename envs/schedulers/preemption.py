@@ -87,7 +87,7 @@ from envs.schedulers.las import check_promote_knob, check_thresholds
 from envs.schedulers.locality import best_level
 from envs.schedulers.tasks import CORE_TOLERANCE, JobTasks
 from envs.schedulers.view import ClusterView
-from envs.sim import Simulator
+from envs.sim import JobStatus, Simulator
 
 DEFAULT_MIN_RUN_S = 300.0
 """Default guard: five minutes of running before a job may be preempted (our choice)."""
@@ -103,6 +103,7 @@ DEFAULT_LAS_PROMOTE_KNOB: float | None = None
 """Default promotion of starved LAS jobs: none."""
 
 _TIME_TOLERANCE = 1e-9
+_RUNNING = int(JobStatus.RUNNING)
 
 
 @dataclass(frozen=True)
@@ -494,7 +495,8 @@ class _NoRoom:
       than was free then.
 
     Anything else -- a job that blocked then (ranked before, or guarded) stopped, or
-    became a victim (demoted, past its guard) -- and the plan is tested afresh. Plans
+    became a victim (demoted, past its guard) -- and the plan is tested afresh; so it is
+    when more jobs stopped than there were victims (not reading a long list of stops). Plans
     fail this way over and over while the queue waits: at every arrival, wake-up and
     completion of a job elsewhere.
     """
@@ -511,7 +513,10 @@ class _NoRoom:
     def still_holds(self, sim: Simulator, start_number: np.ndarray, victims: np.ndarray) -> bool:
         """Whether a plan over ``victims`` now must fail the same way (see the class doc)."""
         known = self.victims
-        if sim.releases != self.releases and not _all_in(sim.released_since(self.releases), known):
+        stops = sim.releases - self.releases
+        if stops > len(known):
+            return False  # more stops than victims: not all of them (read no list that long)
+        if stops and not _all_in(sim.released_since(self.releases), known):
             return False
         new = victims[~_in_sorted(victims, known)]
         return bool((start_number[new] > self.starts).all())
@@ -643,14 +648,15 @@ class _Holdings:
     def refresh(self) -> None:
         """Bring the rows up to the simulator's running jobs."""
         sim = self.sim
-        running = np.zeros(sim.num_jobs, dtype=bool)
-        running[sim.running_jobs()] = True
-        current = running & (self._gathered_at == self.starts)
-        keep = current[self.task_job]
-        new = np.flatnonzero(running & ~current)
+        # Over the rows and the running jobs only, not every job of the workload.
+        running = sim.running_jobs()
+        new = running[self._gathered_at[running] != self.starts[running]]
+        task_job = self.task_job
+        still = sim.status[task_job] == _RUNNING
+        keep = still & (self._gathered_at[task_job] == self.starts[task_job])
         if keep.all() and not len(new):
             return
-        self._gathered_at[~running] = -1
+        self._gathered_at[task_job[~still]] = -1  # stopped: gathered afresh if it runs again
         owner, group, gpus, cpus = sim.placements_of(new)
         self._gathered_at[new] = self.starts[new]
         self.task_job = np.concatenate([self.task_job[keep], new[owner]])

@@ -66,10 +66,15 @@ class JobTasks:
         and a job's requested tasks never change (the arrays are read-only).
         """
         job = int(job)
-        try:
-            cache = _CACHE.setdefault(sim, {})
-        except TypeError:  # a simulator stand-in that cannot be weakly referenced
-            cache = {}
+        last = _LAST[0]
+        if last is not None and last[0]() is sim:
+            cache = last[1]  # the simulator asked about last: no weak-dictionary lookup
+        else:
+            try:
+                cache = _CACHE.setdefault(sim, {})
+                _LAST[0] = (weakref.ref(sim), cache)
+            except TypeError:  # a simulator stand-in that cannot be weakly referenced
+                cache = {}
         tasks = cache.get(job)
         if tasks is None:
             workers, ps = int(sim.num_workers[job]), int(sim.num_ps[job])
@@ -107,3 +112,7 @@ class JobTasks:
 
 _CACHE: weakref.WeakKeyDictionary[Simulator, dict[int, JobTasks]] = weakref.WeakKeyDictionary()
 """Per simulator, the tasks of each job asked for so far (see :meth:`JobTasks.of`)."""
+
+_LAST: list[tuple[weakref.ref[Simulator], dict[int, JobTasks]] | None] = [None]
+"""The simulator last asked about and its entry of :data:`_CACHE` (placements ask about
+one simulator many times in a row; a weak reference keeps nothing alive)."""
