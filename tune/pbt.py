@@ -30,6 +30,7 @@ from __future__ import annotations
 import copy
 import logging
 import posixpath
+import warnings
 from typing import Any
 
 from ray.train._internal.session import _TrainingResult
@@ -116,6 +117,13 @@ class DurablePBT(PopulationBasedTraining):
         #: leaves the copies of before in place).
         self._copies: dict[str, list[str]] = {}
 
+    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
+        """PBT's, without its advice to keep more than two checkpoints per trial: exploits
+        here restore from copies, which no ``keep`` deletes."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Using `CheckpointConfig.num_to_keep <= 2`")
+            super().on_trial_add(tune_controller, trial)
+
     def _exploit(self, tune_controller: Any, trial: Any, trial_to_clone: Any) -> None:
         """Clone ``trial_to_clone`` into ``trial`` like PBT, from a copy in ``trial``'s folder."""
         source = self._source_checkpoint(trial_to_clone)
@@ -134,6 +142,7 @@ class DurablePBT(PopulationBasedTraining):
         copied = copy_checkpoint(checkpoint, destination, storage.storage_filesystem)
         super()._exploit(tune_controller, trial, trial_to_clone)
         # PBT pointed the trial at the strong trial's folder: point it at the copy instead.
+        # (the private field PBT itself sets)
         trial.run_metadata.checkpoint_manager._latest_checkpoint_result = _TrainingResult(
             checkpoint=copied, metrics=metrics
         )
