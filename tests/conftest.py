@@ -20,6 +20,13 @@ from pathlib import Path
 
 import pytest
 
+from tune.worker_env import wait_passively
+
+# The tests' own torch threads and those of the local Rays they start (whose workers
+# inherit this environment) wait as the programs' do: passively (tune.worker_env).
+# Before anything imports torch, which reads the setting once.
+wait_passively()
+
 
 @pytest.fixture(scope="session")
 def ray_local():
