@@ -26,7 +26,8 @@ from the rows (never typed in):
 
 One speed case besides: the whole Philly trace (82,247 jobs) on 1,024 GPUs (128 DGX-1
 servers on one switch, as ``bench_simulator`` case (b)), ``las+packing`` with the default
-(contention) model: goal under 60 s.
+(contention) model: goal under 60 s, checked in wall and in CPU seconds; ``fifo+packing``
+(backfilling) runs there first, the part of LAS's time that is not preemption.
 
 Beside each case, the seconds of ``bench_simulator``'s fixed single-threaded loop timed
 just before it: machines here are shared, and that number tells how loaded this one was.
@@ -224,16 +225,19 @@ def goal_checks(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 )
     full = _row(rows, "full-trace", "las")
     if full is not None:
-        checks.append(
-            _check(
-                f"full Philly trace on 1,024 GPUs, las+packing < {FULL_TRACE_GOAL_S:g} s",
-                "full-trace",
-                full["wall_s"],
-                FULL_TRACE_GOAL_S,
-                full["wall_s"] < FULL_TRACE_GOAL_S,
-                ("las",),
-            )
-        )
+        for measure, column in (("wall", "wall_s"), ("CPU", "cpu_s")):
+            if column in full:
+                checks.append(
+                    _check(
+                        f"full Philly trace on 1,024 GPUs, las+packing {measure} "
+                        f"< {FULL_TRACE_GOAL_S:g} s",
+                        "full-trace",
+                        full[column],
+                        FULL_TRACE_GOAL_S,
+                        full[column] < FULL_TRACE_GOAL_S,
+                        ("las",),
+                    )
+                )
     return checks
 
 
@@ -253,10 +257,13 @@ def run_cases(jobs: int, cases: Sequence[str], trace: Path = PHILLY) -> list[dic
     if "full-trace" in cases:
         cluster = build_cluster("flat", servers=128, server="dgx1")
         workload, _ = read_philly(trace, rng=np.random.default_rng(0))
-        reference = reference_loop_seconds()
-        row = run_one("full-trace", "las", "las+packing", True, cluster, workload, "contention")
-        row["reference_loop_s"] = reference
-        rows.append(row)
+        # FIFO first: the simulator's and the walk's share of LAS's time, the floor
+        # under it.
+        for label, policy in (("fifo backfill", "fifo+packing"), ("las", "las+packing")):
+            reference = reference_loop_seconds()
+            row = run_one("full-trace", label, policy, True, cluster, workload, "contention")
+            row["reference_loop_s"] = reference
+            rows.append(row)
     return rows
 
 

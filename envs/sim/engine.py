@@ -652,9 +652,18 @@ class Simulator:
     def _apply_load(self, job: int, record: _JobPlacement, sign: int) -> None:
         """Add (+1) or remove (-1) a job's tasks and traffic from the shared totals."""
         tasks = record.tasks
-        np.add.at(self._socket_cpu, tasks.socket, sign * tasks.cpu)
-        np.add.at(self._server_cpu, tasks.server, sign * tasks.cpu)
-        np.add.at(self._group_pcie, tasks.group, sign * tasks.pcie)
+        if len(record.task_group) == 1:  # one task (most trace jobs): plain indexing
+            group, socket, server = tasks.places[1:, 0].tolist()
+            cpu, pcie = tasks.loads[:2, 0].tolist()
+            self._socket_cpu[socket] += sign * cpu
+            self._server_cpu[server] += sign * cpu
+            self._group_pcie[group] += sign * pcie
+        else:
+            np.add.at(self._socket_cpu, tasks.socket, sign * tasks.cpu)
+            np.add.at(self._server_cpu, tasks.server, sign * tasks.cpu)
+            np.add.at(self._group_pcie, tasks.group, sign * tasks.pcie)
+        if not len(record.links):
+            return  # no communicating pair crosses a link
         self.link_jobs[record.links] += sign
         self.link_load[record.links] += sign * self._link_weight[job]
         if sign < 0 and self.config.link_sharing == "traffic":

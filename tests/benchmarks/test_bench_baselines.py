@@ -60,7 +60,8 @@ def test_goal_checks_are_computed_from_the_rows(bench: ModuleType) -> None:
         row("contention", "fifo backfill", avg_jct=500.0, makespan=1000.0, gpu_time_inflation=2.0),
         row("contention", "las", avg_jct=400.0, makespan=1200.0, gpu_time_inflation=2.1),
         row("contention", "srtf", avg_jct=450.0),
-        row("full-trace", "las", wall_s=75.0),
+        row("full-trace", "fifo backfill", wall_s=30.0, cpu_s=28.0),
+        row("full-trace", "las", wall_s=75.0, cpu_s=55.0),
     ]
     checks = bench.goal_checks(rows)
     assert all(set(check) == CHECK_KEYS for check in checks)
@@ -89,10 +90,17 @@ def test_goal_checks_are_computed_from_the_rows(bench: ModuleType) -> None:
         ),
         (
             "full-trace",
-            "full Philly trace on 1,024 GPUs, las+packing < 60 s",
+            "full Philly trace on 1,024 GPUs, las+packing wall < 60 s",
             75.0,
             60.0,
             False,
+        ),
+        (
+            "full-trace",
+            "full Philly trace on 1,024 GPUs, las+packing CPU < 60 s",
+            55.0,
+            60.0,
+            True,
         ),
     ]
     # A change of one row moves its checks, and only those.
