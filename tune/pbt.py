@@ -23,6 +23,15 @@ values (an RLlib config has classes and functions), and rebuilds the config from
 when an experiment is restored: a resumed sweep would train the cloned weights with the
 hyperparameters of before the exploit. :class:`DurablePBT` writes the perturbed values into
 that first config too, so ``--resume`` continues with the values PBT chose.
+
+Tune does not save a scheduler with the experiment: restored, PBT would start its
+bookkeeping afresh (every trial due for a perturbation at its first result, only trials
+that reported since ranked, no trial cloneable until it is saved again). :class:`DurablePBT`
+keeps each trial's bookkeeping on the trial itself (:data:`BOOKKEEPING`: last perturbation,
+score, the checkpoint PBT saved for it), which Tune saves in the same experiment snapshot as
+the trial's status and checkpoints, and takes it up again when the restored trial is added.
+(Asynchronous PBT only, what sweeps use: Tune's synchronous mode also keeps a population-wide
+clock, which is left as Tune has it.)
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ import posixpath
 import warnings
 from typing import Any
 
-from ray.train._internal.session import _TrainingResult
+from ray.train._internal.session import _FutureTrainingResult, _TrainingResult
 from ray.tune import Checkpoint
 from ray.tune.schedulers import PopulationBasedTraining
 
@@ -73,6 +82,12 @@ def copy_checkpoint(checkpoint: Checkpoint, destination: str, filesystem: Any) -
     )
     return Checkpoint(destination, filesystem=filesystem)
 
+
+#: The trial attribute holding its PBT bookkeeping: Tune saves a trial's attributes with
+#: the experiment and sets them again on restore.
+BOOKKEEPING = "podsched_pbt_bookkeeping"
+#: The result keys a restore reads (Trainable.restore) besides the scheduler's own.
+RESTORE_KEYS = ("training_iteration", "time_total_s", "timesteps_total", "episodes_total")
 
 #: Where Tune keeps a trial's config as first sampled (name-mangled ``Trial.__unresolved_config``).
 UNRESOLVED_CONFIG = "_Trial__unresolved_config"
@@ -118,11 +133,75 @@ class DurablePBT(PopulationBasedTraining):
         self._copies: dict[str, list[str]] = {}
 
     def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
-        """PBT's, without its advice to keep more than two checkpoints per trial: exploits
-        here restore from copies, which no ``keep`` deletes."""
+        """PBT's, without its advice to keep more than two checkpoints per trial (exploits
+        here restore from copies, which no ``keep`` deletes); a restored trial takes up its
+        bookkeeping."""
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Using `CheckpointConfig.num_to_keep <= 2`")
             super().on_trial_add(tune_controller, trial)
+        self._read_bookkeeping(trial)
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
+        """PBT's decision; then every trial's bookkeeping that changed is written on it."""
+        decision = super().on_trial_result(tune_controller, trial, result)
+        if not self._synch:
+            for each in self._trial_state:
+                self._write_bookkeeping(each)
+        return decision
+
+    def _write_bookkeeping(self, trial: Any) -> None:
+        """Put ``trial``'s PBT state on the trial (:data:`BOOKKEEPING`), JSON-friendly: the
+        checkpoint PBT saved by its folder name in the trial's folder, a save still in
+        flight as ``"saving"``."""
+        state = self._trial_state[trial]
+        saved = state.last_checkpoint
+        if isinstance(saved, _FutureTrainingResult):  # PBT's save: done by now, as a rule
+            done = saved.resolve(block=False)
+            saved = done.checkpoint if done is not None else saved
+        checkpoint: str | None = None
+        if isinstance(saved, Checkpoint):
+            checkpoint = posixpath.relpath(saved.path, trial.storage.trial_fs_path)
+        elif saved is not None:
+            checkpoint = "saving"
+        keys = (*RESTORE_KEYS, self._time_attr, self._metric)
+        last_result = {
+            key: value
+            for key, value in (state.last_result or {}).items()
+            if key in keys and isinstance(value, (int, float))
+        }
+        bookkeeping = {
+            "orig_tag": state.orig_tag,
+            "last_score": state.last_score,
+            "last_perturbation_time": state.last_perturbation_time,
+            "last_train_time": state.last_train_time,
+            "last_result": last_result or None,
+            "last_checkpoint": checkpoint,
+        }
+        if getattr(trial, BOOKKEEPING, None) != bookkeeping:
+            setattr(trial, BOOKKEEPING, bookkeeping)
+            trial.invalidate_json_state()  # saved with the next experiment snapshot
+
+    def _read_bookkeeping(self, trial: Any) -> None:
+        """Take up the bookkeeping a restored ``trial`` carries (nothing for a new one)."""
+        saved = getattr(trial, BOOKKEEPING, None)
+        if not saved or self._synch:
+            return
+        state = self._trial_state[trial]
+        state.orig_tag = saved["orig_tag"]
+        state.last_score = saved["last_score"]
+        state.last_perturbation_time = saved["last_perturbation_time"]
+        state.last_train_time = saved["last_train_time"]
+        state.last_result = saved["last_result"]
+        # The checkpoint to clone this trial from, with the result Tune registered it
+        # with (its iteration is where a clone goes on from): the one PBT saved if Tune
+        # registered it before the interruption, else the trial's latest.
+        if saved["last_checkpoint"] is not None:
+            manager = trial.run_metadata.checkpoint_manager
+            registered = {kept.checkpoint.path: kept for kept in manager.best_checkpoint_results}
+            recorded = posixpath.join(trial.storage.trial_fs_path, saved["last_checkpoint"])
+            chosen = registered.get(recorded) or manager.latest_checkpoint_result
+            if chosen is not None:
+                state.last_checkpoint, state.last_result = chosen.checkpoint, chosen.metrics
 
     def _exploit(self, tune_controller: Any, trial: Any, trial_to_clone: Any) -> None:
         """Clone ``trial_to_clone`` into ``trial`` like PBT, from a copy in ``trial``'s folder."""

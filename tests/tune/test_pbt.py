@@ -11,6 +11,7 @@ import json
 import os
 import signal
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pyarrow.fs
 import pytest
@@ -71,18 +72,19 @@ class OwnFolderCheck(ray_tune.Callback):
 
 
 class CtrlCAfterIteration(ray_tune.Callback):
-    """Presses Ctrl-C (SIGINT to this process, as a terminal does) once, when every trial
-    has reported ``iteration``: Tune saves the experiment and returns."""
+    """Presses Ctrl-C (SIGINT to this process, as a terminal does) once, when ``trials``
+    trials have reported ``iteration``: Tune saves the experiment and returns."""
 
-    def __init__(self, iteration: int) -> None:
+    def __init__(self, iteration: int, trials: int) -> None:
         self.iteration = iteration
+        self.trials = trials
         self.reported: set[str] = set()
         self.pressed = False
 
     def on_trial_result(self, iteration: int, trials: list, trial, result: dict, **info) -> None:
         if result["training_iteration"] == self.iteration:
             self.reported.add(trial.trial_id)
-        if not self.pressed and len(self.reported) == len(trials):
+        if not self.pressed and len(self.reported) == self.trials:
             self.pressed = True
             os.kill(os.getpid(), signal.SIGINT)
 
@@ -115,29 +117,21 @@ def accumulate() -> type:
     return Accumulate
 
 
-@pytest.mark.integration
-def test_an_interrupted_pbt_experiment_resumes_with_the_exploited_checkpoint_and_values(
-    ray_local, tmp_path: Path, recwarn: pytest.WarningsRecorder
-) -> None:
-    """Two trials adding 1.0 and 0.01 per iteration, taking turns (one at a time, PBT
-    pausing each after every iteration), PBT at every iteration with the weak trial
-    cloning the strong one and taking rate 1.0 (the only mutation), each trial keeping one
-    checkpoint; Ctrl-C once both reported iteration 2, then Tuner.restore to iteration 3.
-
-    By hand: strong 1 (alone, nothing to compare), weak 0.01 (the strong one has no PBT
-    checkpoint yet), strong 2 (saved as the top trial), weak 0.02: clones the strong
-    trial's total 2 and rate 1.0 -- interrupted here. Resumed: strong 3 (its final
-    checkpoint replaces the one the weak trial cloned), weak 2 + 1.0 = 3. Restoring the
-    strong trial's folder (Tune's PBT) fails the weak trial; a resume that lost the
-    exploit's rate ends it at 2.01."""
+def interrupted_and_resumed(
+    tmp_path: Path, stop: int, interrupt: CtrlCAfterIteration
+) -> tuple[Any, Any, list]:
+    """Two trials adding 1.0 ("0_rate=1.0000", the strong) and 0.01 ("1_rate=0.0100", the
+    weak) per iteration, taking turns (both CPUs of the test's Ray each, PBT pausing one
+    to let the other run), under PBT at every iteration where a clone takes rate 1.0 (the
+    only mutation), each trial keeping one checkpoint (what a trial was cloned from is
+    deleted at its next save), with a non-primitive value in the config (Tune keeps a
+    placeholder for it and rebuilds a restored trial's config from its first sampled one);
+    interrupted by ``interrupt``, then Tuner.restore to ``stop``. The results before and
+    after, and PBT's own log of exploits (target tag, clone tag, target's iteration,
+    clone's iteration, clone's config, new config). Fails if a trial ever waits to restart
+    from another trial's folder or a deleted checkpoint."""
     log = tmp_path / "checkpoints.log"
-    param_space = {
-        "rate": ray_tune.grid_search([1.0, 0.01]),
-        # A non-primitive value: Tune keeps a placeholder for it and rebuilds the trial's
-        # config from its first sampled one when the experiment is restored.
-        "path_type": PurePosixPath,
-    }
-
+    param_space = {"rate": ray_tune.grid_search([1.0, 0.01]), "path_type": PurePosixPath}
     scheduler = DurablePBT(
         time_attr="training_iteration",
         perturbation_interval=1,
@@ -145,7 +139,6 @@ def test_an_interrupted_pbt_experiment_resumes_with_the_exploited_checkpoint_and
         resample_probability=0.0,
         hyperparam_mutations={"rate": [1.0]},
     )
-    # Both CPUs of the test's Ray per trial: one trial runs at a time.
     one_at_a_time = ray_tune.with_resources(accumulate(), {"cpu": 2})
     first = ray_tune.Tuner(
         one_at_a_time,
@@ -154,38 +147,73 @@ def test_an_interrupted_pbt_experiment_resumes_with_the_exploited_checkpoint_and
         run_config=ray_tune.RunConfig(
             name="pbt",
             storage_path=str(tmp_path),
-            stop={"training_iteration": 3},
+            stop={"training_iteration": stop},
             checkpoint_config=ray_tune.CheckpointConfig(num_to_keep=1, checkpoint_frequency=1),
-            callbacks=[OwnFolderCheck(log), CtrlCAfterIteration(2)],
+            callbacks=[OwnFolderCheck(log), interrupt],
             verbose=0,
         ),
     ).fit()
-    assert [result.metrics["training_iteration"] for result in first] == [2, 2]
-    # PBT's own log: the weak trial cloned the strong one at its iteration 2, taking 1.0.
-    [exploit] = [json.loads(line) for line in (tmp_path / "pbt" / "pbt_global.txt").open()]
-    assert [exploit[0], exploit[1], exploit[3], exploit[5]["rate"]] == [
-        "1_rate=0.0100",
-        "0_rate=1.0000",
-        2,
-        1.0,
-    ]
-
-    assert [result.metrics["score"] for result in first] == pytest.approx([2.0, 0.02], abs=1e-9)
     resumed = ray_tune.Tuner.restore(
         str(tmp_path / "pbt"),
         trainable=one_at_a_time,
         param_space=param_space,
         resume_unfinished=True,
     ).fit()
+    assert not log.exists(), log.read_text()
+    exploits_log = tmp_path / "pbt" / "pbt_global.txt"
+    exploits = [json.loads(line) for line in exploits_log.open()] if exploits_log.exists() else []
+    return first, resumed, exploits
 
+
+@pytest.mark.integration
+def test_a_resumed_pbt_experiment_goes_on_from_the_exploited_copy_with_its_values(
+    ray_local, tmp_path: Path, recwarn: pytest.WarningsRecorder
+) -> None:
+    """Interrupted once both trials reported iteration 2, resumed to 3. By hand: strong 1
+    (alone: nothing to compare), weak 0.01 (the strong one has no PBT checkpoint yet),
+    strong 2 (saved as the top trial), weak 0.02: clones the strong trial's total 2 and
+    rate 1.0 -- interrupted. Resumed: strong 3 (its final checkpoint deletes the one the
+    weak trial was cloned from), weak 2 + 1.0 = 3. Tune's PBT leaves the weak trial
+    pointing into the strong trial's folder; a resume that lost the exploit's rate ends it
+    at 2.01."""
+    first, resumed, exploits = interrupted_and_resumed(tmp_path, 3, CtrlCAfterIteration(2, 2))
+
+    assert [result.metrics["training_iteration"] for result in first] == [2, 2]
+    assert [result.metrics["score"] for result in first] == pytest.approx([2.0, 0.02], abs=1e-9)
+    # The weak trial cloned the strong one before the interruption, taking 1.0.
+    assert [[e[0], e[1], e[3], e[5]["rate"]] for e in exploits] == [
+        ["1_rate=0.0100", "0_rate=1.0000", 2, 1.0]
+    ]
     assert [result.error for result in resumed] == [None, None]
     assert [result.metrics["training_iteration"] for result in resumed] == [3, 3]
-    # No trial ever waited to restart from another trial's folder or a deleted checkpoint.
-    assert not log.exists(), log.read_text()
     assert [result.config["rate"] for result in resumed] == [1.0, 1.0]
     # Sums of a few whole numbers: exact in floating point, compared within 1e-9 anyway.
     assert [result.metrics["score"] for result in resumed] == pytest.approx([3.0, 3.0], abs=1e-9)
     [copy] = tmp_path.glob(f"pbt/*/{COPY_PREFIX}*")  # what the weak trial restored from
+    assert json.loads((copy / "total.json").read_text()) == pytest.approx(2.0, abs=1e-9)
     # Tune's advice to keep more checkpoints for PBT's sake no longer applies: not given.
     assert not [w for w in recwarn if "num_to_keep" in str(w.message)]
-    assert json.loads((copy / "total.json").read_text()) == pytest.approx(2.0, abs=1e-9)
+
+
+@pytest.mark.integration
+def test_a_resumed_pbt_experiment_keeps_its_bookkeeping(ray_local, tmp_path: Path) -> None:
+    """Interrupted once the strong trial reported iteration 2 (saved as the top trial),
+    before the weak one did; resumed to 4. As uninterrupted, the weak trial's next result
+    (its iteration 2, 0.02) is ranked against the strong trial's 2 and clones it: PBT kept
+    the strong trial's score and checkpoint through the resume. Afresh, PBT would know
+    neither and compare that result with nothing, so no clone could come before the weak
+    trial's iteration 3. (Which clones follow depends on the order the resumed trials
+    run in; their values, 1.0 the only mutation, do not.)"""
+    first, resumed, exploits = interrupted_and_resumed(tmp_path, 4, CtrlCAfterIteration(2, 1))
+
+    assert sorted(result.metrics["training_iteration"] for result in first) == [1, 2]
+    # PBT's log: target, its iteration before the result that cloned, clone, its iteration.
+    assert [exploits[0][0], exploits[0][2], exploits[0][1], exploits[0][3]] == [
+        "1_rate=0.0100",
+        1,
+        "0_rate=1.0000",
+        2,
+    ]
+    assert [result.error for result in resumed] == [None, None]
+    assert [result.metrics["training_iteration"] for result in resumed] == [4, 4]
+    assert [result.config["rate"] for result in resumed] == [1.0, 1.0]
