@@ -1,6 +1,7 @@
-"""tune.pbt: PBT exploits restore from a copy in the exploiting trial's own folder.
+"""tune.pbt: PBT exploits restore from a copy in the exploiting trial's own folder, and an
+interrupted PBT experiment resumes with the values PBT chose and its bookkeeping.
 
-The scheduler runs in a real Tune experiment of a tiny trainable whose score is the sum of
+The scheduler runs in real Tune experiments of a tiny trainable whose score is the sum of
 its ``rate`` so far, so ranks and values can be worked out by hand; the sweep's own
 interrupted-and-resumed PBT run is tests/platform/test_train.py's.
 """
@@ -17,7 +18,14 @@ import pyarrow.fs
 import pytest
 from ray import tune as ray_tune
 
-from tune.pbt import COPY_PREFIX, DurablePBT, checkpoint_exists, copy_checkpoint, copy_name
+from tune.pbt import (
+    COPY_PREFIX,
+    DurablePBT,
+    checkpoint_exists,
+    copy_checkpoint,
+    copy_mutated_values,
+    copy_name,
+)
 
 
 def test_a_copy_replaces_what_was_there_and_a_deleted_checkpoint_does_not_exist(
@@ -43,6 +51,19 @@ def test_a_copy_replaces_what_was_there_and_a_deleted_checkpoint_does_not_exist(
     assert checkpoint_exists(copied)
     assert not checkpoint_exists(ray_tune.Checkpoint(str(tmp_path / "PPO_b" / "checkpoint_000009")))
     assert not checkpoint_exists(None)
+
+
+def test_the_mutated_values_go_into_the_first_config_nested_keys_too() -> None:
+    """Only the keys PBT mutates are written; placeholders and other values stay."""
+    first = {"lr": 1e-4, "optimizer": {"eps": 1e-8, "beta": 0.9}, "module": ("__ref_ph", "ab12")}
+    current = {"lr": 2e-4, "optimizer": {"eps": 1e-6, "beta": 0.5}, "module": object()}
+    mutations = {"lr": [1e-4, 2e-4], "optimizer": {"eps": [1e-8, 1e-6]}}
+    copy_mutated_values(mutations, current, first)
+    assert first == {
+        "lr": 2e-4,
+        "optimizer": {"eps": 1e-6, "beta": 0.9},
+        "module": ("__ref_ph", "ab12"),
+    }
 
 
 class OwnFolderCheck(ray_tune.Callback):
