@@ -14,7 +14,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.schedulers import ClusterView, PreemptionSettings, Scheduler, make_scheduler
+from envs.schedulers import (
+    ClusterView,
+    PreemptionSettings,
+    Scheduler,
+    make_scheduler,
+    scheduler_names,
+)
 from envs.schedulers.domains import locality_levels
 from envs.schedulers.locality import best_level
 from envs.schedulers.scheduler import placement_key_columns
@@ -123,20 +129,8 @@ def workloads() -> dict:
 
 
 WORKLOADS = workloads()
-ORDERINGS = (
-    "fifo",
-    "sjf",
-    "srtf",
-    "las",
-    "drf",
-    "sif",
-    "dsif",
-    "dsif-patient",
-    "saf",
-    "lrf",
-    "spf",
-    "random",
-)
+# Every ordering the registry knows (test_registry pins the list).
+ORDERINGS = scheduler_names().orderings
 
 
 def assert_same_runs(name: str, workload, config=None, backfill: bool = True) -> None:
