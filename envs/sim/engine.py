@@ -719,6 +719,11 @@ class Simulator:
                 _ONE_WORKER,
                 np.array([[cpu], [pcie], [cpu], [cpu], [pcie]]),
             )
+        return self._stacked_task_rows(job, record)
+
+    def _stacked_task_rows(self, job: int, record: _JobPlacement) -> TaskRows:
+        """The job's task rows built the general way, for any number of tasks."""
+        cluster = self.cluster
         is_worker = np.arange(len(record.task_group)) < record.workers
         return TaskRows.for_job(
             job,

@@ -38,17 +38,7 @@ class PlainSampling(Simulator):
     task rows built the general way (no one-worker shortcut)."""
 
     def _task_rows(self, job: int, record) -> TaskRows:
-        cluster = self.cluster
-        is_worker = np.arange(len(record.task_group)) < record.workers
-        return TaskRows.for_job(
-            job,
-            record.task_group,
-            cluster.group_socket[record.task_group],
-            cluster.group_server[record.task_group],
-            is_worker,
-            np.where(is_worker, self.cpu_use[job], record.task_cpus),
-            np.where(is_worker, self.pcie_use[job], 0.0),
-        )
+        return self._stacked_task_rows(job, record)
 
     def _record(self) -> None:
         self._refresh()
