@@ -224,11 +224,17 @@ RESULT_METRICS = {
 
 
 def _result_key(where: str, name: Any) -> str:
-    """Tune's result key of a metric name (:data:`RESULT_METRICS`, or a key with '/')."""
-    if not isinstance(name, str) or (name not in RESULT_METRICS and "/" not in name):
+    """Tune's result key of a metric name (:data:`RESULT_METRICS`, or a key with '/').
+    ``config/...`` keys are refused: they are the trial's own settings, which Tune does not
+    rank results by (a sweep ranked by one failed only after every trial had trained)."""
+    if (
+        not isinstance(name, str)
+        or (name not in RESULT_METRICS and "/" not in name)
+        or name.startswith("config/")
+    ):
         raise ConfigError(
             f"{where}={name!r}; allowed: {', '.join(RESULT_METRICS)} or a Tune result key "
-            "with '/' (e.g. env_runners/episode_return_mean)"
+            "with '/' (e.g. env_runners/episode_return_mean), not a config/ setting"
         )
     return RESULT_METRICS.get(name, name)
 

@@ -64,6 +64,10 @@ def with_sweep(path: Path, **sweep: object):
             r"sweep.metric='reward'; allowed: episode_return_mean, episode_len_mean or a Tune "
             r"result key",
         ),
+        (
+            {"space": {"algorithm.lr": {"choice": [1e-4]}}, "metric": "config/lr"},
+            r"sweep.metric='config/lr'; allowed: .* not a config/ setting",
+        ),
     ],
 )
 def test_a_bad_sweep_section_names_the_key(sweep: dict, message: str) -> None:
