@@ -25,7 +25,8 @@ one object with ``trials``, ``metric``, ``mode``, ``status``, ``best_trial``,
 ``best_checkpoint``, ``best_checkpoint_by`` (the score's key or "latest"), ``best_config``,
 ``tracking_uri``, ``parent_run_id``; Tune's progress goes to stderr). ``--resume`` continues
 an interrupted sweep (same storage and config) in the same parent run. Exit status 0 when
-some trial reported the metric, 1 otherwise, 130 when interrupted.
+every trial finished, 1 when a trial failed (named on stderr; the best is then the best of
+the others) or none reported the metric, 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -118,10 +119,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"best configuration: {payload['best_config']}")
         print(f"MLflow parent run {payload['parent_run_id']} in '{experiment.experiment_name}'")
         print(f"open it with: {ui_command(tracking_uri)}")
+    status, complaint = exit_status(payload)
+    if complaint:
+        print(f"sweep.py: {complaint}", file=sys.stderr)
+    return status
+
+
+def exit_status(payload: dict[str, Any]) -> tuple[int, str | None]:
+    """The program's exit status for a sweep's summary, and the line that explains a
+    non-zero one: 130 interrupted, 1 when a trial failed or the sweep did, else 0."""
     if payload["status"] == "KILLED":
-        print("sweep.py: interrupted; continue with --resume", file=sys.stderr)
-        return 130
-    return 0 if payload["status"] == "FINISHED" else 1
+        return 130, "interrupted; continue with --resume"
+    failed = [row["trial"] for row in payload["trials"] if row["error"]]
+    if failed:
+        return 1, (
+            f"{len(failed)} of {len(payload['trials'])} trials failed ({', '.join(failed)}); "
+            "the best is the best of the others"
+        )
+    if payload["status"] != "FINISHED":
+        return 1, "no trial reported the sweep's metric"
+    return 0, None
 
 
 def format_summary(payload: dict[str, Any]) -> str:
