@@ -40,11 +40,13 @@ CHILD = """
 import json, sys, time
 marker, root = sys.argv[1], sys.argv[2]
 sys.path.insert(0, root)
-try:  # the tree's own thread settings, before torch loads (as its train.py does)
-    from tune.worker_env import wait_passively
-    wait_passively()
-except ImportError:
-    pass
+# The tree's own thread settings, before torch loads, as its train.py makes them. Only
+# from the tree's own file: the project's editable install would otherwise serve a module
+# the older tree lacks from this checkout.
+import os
+if os.path.exists(f"{root}/tune/worker_env.py"):
+    from tune.worker_env import bound_spin_waits
+    bound_spin_waits()
 import ray
 from tune.experiment import load_config
 from tune.rllib_config import algorithm_config

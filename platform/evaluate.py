@@ -40,7 +40,7 @@ from pathlib import Path
 
 from envs.sim.report import json_safe
 from tune.experiment import ConfigError, load_config
-from tune.worker_env import wait_passively
+from tune.worker_env import bound_spin_waits
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the program; returns the exit status."""
-    wait_passively()  # before anything loads torch (tune.worker_env)
+    bound_spin_waits()  # before anything loads torch (tune.worker_env)
     args = build_parser().parse_args(argv)
     overrides = list(args.set)
     if args.baselines is not None:

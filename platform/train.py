@@ -60,7 +60,7 @@ from envs.sim.report import json_safe
 from tune.experiment import ConfigError, ExperimentConfig, load_config
 from tune.paths import default_storage, local_folder, resolve_storage, results_root
 from tune.runs import BEST_METRIC, checkpoint_folder
-from tune.worker_env import wait_passively
+from tune.worker_env import bound_spin_waits
 
 #: The exit status of an interrupted run (128 + SIGINT, as shells report Ctrl-C).
 INTERRUPTED = 130
@@ -325,7 +325,7 @@ def log_evaluation(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the program; returns the exit status."""
-    wait_passively()  # before anything loads torch (tune.worker_env)
+    bound_spin_waits()  # before anything loads torch (tune.worker_env)
     args = build_parser().parse_args(argv)
     from tune.mlflow_tracking import resolve_tracking_uri
 

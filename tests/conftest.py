@@ -20,12 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from tune.worker_env import wait_passively
+from tune.worker_env import bound_spin_waits
 
 # The tests' own torch threads and those of the local Rays they start (whose workers
-# inherit this environment) wait as the programs' do: passively (tune.worker_env).
+# inherit this environment) wait as the programs' do: a short spin, then sleep
+# (tune.worker_env).
 # Before anything imports torch, which reads the setting once.
-wait_passively()
+bound_spin_waits()
 
 
 @pytest.fixture(scope="session")

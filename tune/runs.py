@@ -25,7 +25,7 @@ BEST_METRIC = "env_runners/episode_return_mean"
 def start_ray(tracking_uri: str | None = None) -> None:
     """Join the cluster in RAY_ADDRESS (``ray job submit`` sets it) or start a local Ray;
     with ``tracking_uri``, code inside trials and tasks sees it as MLFLOW_TRACKING_URI.
-    Workers get passive OpenMP waits (:mod:`tune.worker_env`); variables a submitted job's
+    Workers get short OpenMP spin waits (:mod:`tune.worker_env`); variables a submitted job's
     runtime environment sets itself are left to it."""
     import ray
 
@@ -35,7 +35,7 @@ def start_ray(tracking_uri: str | None = None) -> None:
         # Code inside trials must see the tracking URI too (ray#36257).
         os.environ["MLFLOW_TRACKING_URI"] = tracking_uri
         extra["MLFLOW_TRACKING_URI"] = tracking_uri
-    # Every worker's torch threads wait passively (tune.worker_env says why).
+    # Every worker's torch threads spin briefly before they sleep (tune.worker_env says why).
     env_vars = worker_env_vars(extra)
     if env_vars:
         options["runtime_env"] = {"env_vars": env_vars}

@@ -40,7 +40,7 @@ from typing import Any
 
 from tune.experiment import ConfigError, load_config
 from tune.paths import default_storage, resolve_storage
-from tune.worker_env import wait_passively
+from tune.worker_env import bound_spin_waits
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the sweep; returns the exit status."""
-    wait_passively()  # before anything loads torch (tune.worker_env)
+    bound_spin_waits()  # before anything loads torch (tune.worker_env)
     args = build_parser().parse_args(argv)
     from tune.mlflow_tracking import resolve_tracking_uri, ui_command
 

@@ -1,20 +1,31 @@
 """The environment of the processes that run podsched's torch code.
 
 Torch's CPU operators run on an OpenMP team (``torch.get_num_threads()`` threads, 2 for the
-demo's learner). By default a thread that finishes its share of an operator *spins* at the
-barrier, waiting for the others, and OpenMP only puts it to sleep after a long spin. That is
-cheap on a machine with a core per thread and ruinous on a shared one: when another process
-(a second trial, a remote env runner, Ray's own daemons, a test suite) holds one of the
-cores, the spinning thread burns its time slice while the thread it waits for is not
-running, and every one of the thousands of small operators of a PPO iteration pays a
-scheduler tick. Measured on this 2-core machine with one other busy process, the demo's
-iteration took 22-52 s with spinning waits against 4.9-6.5 s with passive ones (README
-"Training throughput"). ``OMP_WAIT_POLICY=PASSIVE`` makes the waiting thread yield its core.
+demo's learner; libgomp in torch's Linux wheels). A thread that finishes its share of an
+operator *spins* at the barrier, waiting for the others, for GNU OpenMP's default of 300,000
+spins before it sleeps. That is cheap on a machine with a core per thread and ruinous on a
+shared one: when other processes hold the cores, the spinning thread burns the time slice
+the thread it waits for needs, and every one of the thousands of small operators of a PPO
+iteration pays a scheduler tick. Measured on this 2-core machine (demo, PPO in one
+process, s per iteration; README "Training throughput"):
 
-OpenMP reads the variable once, when torch loads it, so it must be in a process's
-environment before ``import torch``: the programs call :func:`wait_passively` first thing,
-and :func:`worker_env_vars` gives it to every Ray worker through ``ray.init``'s runtime
-environment. A value the user exported (or a job's runtime environment set) is kept.
+=====================  ===========  ========================  =========================
+waits                  quiet        two busy processes beside  shared with Ray tests
+=====================  ===========  ========================  =========================
+default (300,000)      3.4-3.7      36.5                      22-52
+``GOMP_SPINCOUNT``
+10,000                 3.4          3.7
+``OMP_WAIT_POLICY``
+PASSIVE                5.1          8.6                       4.9-6.5
+=====================  ===========  ========================  =========================
+
+A short spin keeps the quiet machine's speed (a team that meets again within microseconds
+still finds its threads awake) and gives the cores back under load; passive waits (sleep at
+once) cost a third on a quiet machine. OpenMP reads the variables once, when torch loads it,
+so they must be in a process's environment before ``import torch``: the programs call
+:func:`bound_spin_waits` first thing, and :func:`worker_env_vars` gives the setting to every
+Ray worker through ``ray.init``'s runtime environment. A wait setting the user exported (or
+a job's runtime environment set) is kept.
 """
 
 from __future__ import annotations
@@ -22,16 +33,24 @@ from __future__ import annotations
 import json
 import os
 
-WAIT_POLICY = "OMP_WAIT_POLICY"
-DEFAULT_WAIT_POLICY = "PASSIVE"
+SPIN_VARIABLE = "GOMP_SPINCOUNT"
+DEFAULT_SPIN_COUNT = "10000"
+#: The variables that choose how OpenMP threads wait: a user's choice of either is kept.
+WAIT_VARIABLES = ("OMP_WAIT_POLICY", SPIN_VARIABLE)
 # Set by Ray's job manager in the driver of a job submitted with `ray job submit`.
 JOB_CONFIG_VARIABLE = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 
 
-def wait_passively() -> None:
-    """Give this process passive OpenMP waits unless its environment already chose a
-    policy; it takes effect only if torch has not been imported yet."""
-    os.environ.setdefault(WAIT_POLICY, DEFAULT_WAIT_POLICY)
+def wait_settings() -> dict[str, str]:
+    """The wait variables this process's environment chose, or the short spin."""
+    chosen = {name: os.environ[name] for name in WAIT_VARIABLES if name in os.environ}
+    return chosen or {SPIN_VARIABLE: DEFAULT_SPIN_COUNT}
+
+
+def bound_spin_waits() -> None:
+    """Give this process short OpenMP spin waits unless its environment already chose how
+    threads wait; it takes effect only if torch has not been imported yet."""
+    os.environ.update(wait_settings())
 
 
 def job_env_vars() -> dict[str, str]:
@@ -45,11 +64,11 @@ def job_env_vars() -> dict[str, str]:
 
 
 def worker_env_vars(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """``env_vars`` for ``ray.init(runtime_env=...)``: the wait policy (this process's, or
-    :data:`DEFAULT_WAIT_POLICY`) and ``extra``, without the variables the job's runtime
+    """``env_vars`` for ``ray.init(runtime_env=...)``: the wait settings
+    (:func:`wait_settings`) and ``extra``, without the variables the job's runtime
     environment sets already. Ray refuses to merge a job's and a driver's runtime
     environments that set the same variable, and the job's value reaches the workers
     anyway."""
-    wanted = {WAIT_POLICY: os.environ.get(WAIT_POLICY, DEFAULT_WAIT_POLICY), **(extra or {})}
+    wanted = {**wait_settings(), **(extra or {})}
     taken = job_env_vars()
     return {name: value for name, value in wanted.items() if name not in taken}

@@ -1,4 +1,4 @@
-"""Passive OpenMP waits for podsched's processes and Ray workers (tune.worker_env), and
+"""Short OpenMP spin waits for podsched's processes and Ray workers (tune.worker_env), and
 runtime environments that merge with a submitted job's."""
 
 from __future__ import annotations
@@ -10,18 +10,26 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 from ray.runtime_env.runtime_env import _merge_runtime_env
 
 from tune.worker_env import (
-    DEFAULT_WAIT_POLICY,
+    DEFAULT_SPIN_COUNT,
     JOB_CONFIG_VARIABLE,
-    WAIT_POLICY,
+    WAIT_VARIABLES,
+    bound_spin_waits,
     job_env_vars,
-    wait_passively,
     worker_env_vars,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def nothing_chosen(monkeypatch):
+    """No wait setting in the environment and no submitted job."""
+    for name in (*WAIT_VARIABLES, JOB_CONFIG_VARIABLE):
+        monkeypatch.delenv(name, raising=False)
 
 
 def _submitted_job(monkeypatch, env_vars: dict[str, str]) -> None:
@@ -33,34 +41,36 @@ def _submitted_job(monkeypatch, env_vars: dict[str, str]) -> None:
         monkeypatch.setenv(name, value)
 
 
-def test_workers_get_passive_waits_and_the_extra_variables(monkeypatch) -> None:
-    monkeypatch.delenv(WAIT_POLICY, raising=False)
-    monkeypatch.delenv(JOB_CONFIG_VARIABLE, raising=False)
-    assert DEFAULT_WAIT_POLICY == "PASSIVE"
+def test_workers_get_the_short_spin_and_the_extra_variables(nothing_chosen) -> None:
+    assert DEFAULT_SPIN_COUNT == "10000"
     assert worker_env_vars({"MLFLOW_TRACKING_URI": "http://m:5000"}) == {
-        "OMP_WAIT_POLICY": "PASSIVE",
+        "GOMP_SPINCOUNT": "10000",
         "MLFLOW_TRACKING_URI": "http://m:5000",
     }
 
 
-def test_a_policy_the_user_exported_is_kept(monkeypatch) -> None:
-    monkeypatch.setenv(WAIT_POLICY, "ACTIVE")
-    monkeypatch.delenv(JOB_CONFIG_VARIABLE, raising=False)
-    wait_passively()
-    assert os.environ[WAIT_POLICY] == "ACTIVE"
-    assert worker_env_vars() == {"OMP_WAIT_POLICY": "ACTIVE"}
+@pytest.mark.parametrize(
+    "chosen",
+    [{"OMP_WAIT_POLICY": "ACTIVE"}, {"GOMP_SPINCOUNT": "0"}, {"OMP_WAIT_POLICY": "PASSIVE"}],
+)
+def test_a_wait_setting_the_user_exported_is_kept(nothing_chosen, monkeypatch, chosen) -> None:
+    for name, value in chosen.items():
+        monkeypatch.setenv(name, value)
+    bound_spin_waits()
+    assert {name: os.environ.get(name) for name in WAIT_VARIABLES if name in os.environ} == chosen
+    assert worker_env_vars() == chosen
 
 
-def test_this_process_waits_passively_when_nothing_chose(monkeypatch) -> None:
-    monkeypatch.delenv(WAIT_POLICY, raising=False)
-    wait_passively()
-    assert os.environ[WAIT_POLICY] == "PASSIVE"
+def test_this_process_spins_briefly_when_nothing_chose(nothing_chosen) -> None:
+    bound_spin_waits()
+    assert os.environ["GOMP_SPINCOUNT"] == "10000"
+    assert "OMP_WAIT_POLICY" not in os.environ
 
 
-def test_variables_a_submitted_job_sets_are_left_to_it(monkeypatch) -> None:
+def test_variables_a_submitted_job_sets_are_left_to_it(nothing_chosen, monkeypatch) -> None:
     # README's cluster path: `ray job submit --runtime-env-json
     # '{"env_vars": {"MLFLOW_TRACKING_URI": ...}}'`; train.py then resolves the same URI.
-    job_vars = {"MLFLOW_TRACKING_URI": "http://mlflow:5000", "OMP_WAIT_POLICY": "ACTIVE"}
+    job_vars = {"MLFLOW_TRACKING_URI": "http://mlflow:5000", "GOMP_SPINCOUNT": "50"}
     _submitted_job(monkeypatch, job_vars)
     assert job_env_vars() == job_vars
     ours = worker_env_vars({"MLFLOW_TRACKING_URI": "http://mlflow:5000", "EXTRA": "1"})
@@ -73,25 +83,24 @@ def test_variables_a_submitted_job_sets_are_left_to_it(monkeypatch) -> None:
     assert _merge_runtime_env(job, {"env_vars": {"MLFLOW_TRACKING_URI": "x"}}) is None
 
 
-def test_a_job_without_env_vars_gets_the_wait_policy(monkeypatch) -> None:
+def test_a_job_without_env_vars_gets_the_short_spin(nothing_chosen, monkeypatch) -> None:
     monkeypatch.setenv(JOB_CONFIG_VARIABLE, json.dumps({"runtime_env": {"working_dir": "/w"}}))
-    monkeypatch.delenv(WAIT_POLICY, raising=False)
     assert job_env_vars() == {}
-    assert worker_env_vars() == {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert worker_env_vars() == {"GOMP_SPINCOUNT": "10000"}
 
 
-def test_a_local_ray_started_by_the_programs_gives_its_workers_passive_waits() -> None:
+def test_a_local_ray_started_by_the_programs_gives_its_workers_the_short_spin() -> None:
     # A process of its own: Ray starts once per process, and this test's Ray must be the
     # one tune.runs.start_ray starts.
     program = (
         "import os, ray\n"
         "from tune.runs import start_ray\n"
         "start_ray()\n"
-        "seen = ray.get(ray.remote(lambda: os.environ.get('OMP_WAIT_POLICY')).remote())\n"
+        "seen = ray.get(ray.remote(lambda: os.environ.get('GOMP_SPINCOUNT')).remote())\n"
         "print('worker:', seen)\n"
         "ray.shutdown()\n"
     )
-    env = {key: value for key, value in os.environ.items() if key != WAIT_POLICY}
+    env = {key: value for key, value in os.environ.items() if key not in WAIT_VARIABLES}
     env.pop(JOB_CONFIG_VARIABLE, None)
     # A short session folder: Ray's unix sockets live there (108-byte path limit).
     with tempfile.TemporaryDirectory(prefix="ray-", dir="/tmp") as session:
@@ -100,4 +109,4 @@ def test_a_local_ray_started_by_the_programs_gives_its_workers_passive_waits() -
             [sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=180
         )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "worker: PASSIVE" in result.stdout.splitlines()
+    assert "worker: 10000" in result.stdout.splitlines()
