@@ -138,14 +138,15 @@ def window_choice(core: Sced2Core, name: str) -> int:
 
 
 def simulate_baseline(
-    config: Sced2Config, workload: Workload, policy: str
+    config: Sced2Config, workload: Workload, policy: str | Scheduler
 ) -> tuple[ProfiledSimulator, np.ndarray]:
-    """Run baseline ``policy`` over ``workload``; the finished simulator and the number of
-    servers each job was placed on."""
+    """Run baseline ``policy`` (or any scheduler of the product's) over ``workload`` on
+    002's cluster; the finished simulator and the number of servers each job was placed
+    on."""
     sim = ProfiledSimulator(
         sced2_cluster(config.servers, config.gpus_per_server), workload, SimulatorConfig()
     )
-    scheduler = baseline_scheduler(policy)
+    scheduler = baseline_scheduler(policy) if isinstance(policy, str) else policy
     servers_used = np.zeros(len(workload), dtype=np.int64)
     while sim.run_until_decision():
         waiting = sim.waiting_jobs()

@@ -8,11 +8,8 @@ import pytest
 from envs.sced2 import Sced2Env
 from envs.sced2.baselines import SCED2_BASELINES, run_sced2_baseline, simulate_baseline
 from envs.sced2.config import Sced2Config
-from envs.sced2.core import sced2_cluster
 from envs.sced2.jobs import parse_jobs
-from envs.sced2.speed import ProfiledSimulator
 from envs.schedulers import make_scheduler
-from envs.sim import JobStatus, SimulatorConfig
 
 
 def job(arrival: float, model: str, gpus: int, duration: float) -> dict:
@@ -116,20 +113,13 @@ IMPATIENT = [
 def test_the_patient_dsif_outwaits_the_three_delays(
     policy: str, vgg_after: int | None, vgg_servers: int
 ) -> None:
-    # 002's cluster and speeds, the product's scheduler (dsif-patient is not one of 002's
-    # baselines), run decision by decision to see where the VGG16 starts.
+    # The product's scheduler on 002's cluster (dsif-patient is not one of 002's baselines).
     config = Sced2Config(servers=2)
-    sim = ProfiledSimulator(
-        sced2_cluster(2, config.gpus_per_server), parse_jobs(IMPATIENT, config), SimulatorConfig()
-    )
-    scheduler, servers = make_scheduler(f"{policy}+packing"), None
-    while sim.run_until_decision():
-        scheduler.schedule(sim)
-        if servers is None and sim.status[2] == JobStatus.RUNNING:
-            servers = len(np.unique(sim.cluster.gpu_server[sim.job_placement(2)[1]]))
+    scheduler = make_scheduler(f"{policy}+packing")
+    sim, servers = simulate_baseline(config, parse_jobs(IMPATIENT, config), scheduler)
     expected = 300 if vgg_after is None else sim.finish_time[vgg_after]
     assert sim.first_start[2] == pytest.approx(expected)
-    assert servers == vgg_servers
+    assert servers[2] == vgg_servers
 
 
 def test_run_sced2_baseline_summarizes_seeded_traces() -> None:
