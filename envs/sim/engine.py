@@ -240,8 +240,8 @@ class Simulator:
         self._num_waiting = 0
         self._waiting_cache: np.ndarray | None = None
         self._events = EventQueue()
-        for job, arrival in enumerate(workload.arrival_time):
-            self._events.push(float(arrival), ARRIVAL, job)
+        arrivals = np.asarray(workload.arrival_time, dtype=np.float64)
+        self._events.push_many(arrivals.tolist(), ARRIVAL, list(range(num_jobs)))
         if self.config.interval_s is not None:
             self._events.push(0.0, TICK)
         self._finished_count = 0
