@@ -112,10 +112,17 @@ class ClusterView:
     def claim(self, job: int, task_groups: np.ndarray) -> None:
         """Take the resources of ``job`` placed on ``task_groups`` (workers first)."""
         groups = np.asarray(task_groups, dtype=np.int64)
-        workers = len(groups) - int(self.sim.num_ps[job])
-        gpus, cpus = self.sim.task_demands(job, workers)
-        np.subtract.at(self.free_gpus, groups, gpus)
-        np.subtract.at(self.free_cores, self.cluster.group_socket[groups], cpus)
+        sim = self.sim
+        if len(groups) == 1 and sim.num_ps[job] == 0:
+            # One worker (most trace jobs): plain indexing, the same subtraction.
+            group = int(groups[0])
+            self.free_gpus[group] -= sim.worker_gpus[job]
+            self.free_cores[self.cluster.group_socket[group]] -= sim.worker_cpus[job]
+        else:
+            workers = len(groups) - int(sim.num_ps[job])
+            gpus, cpus = sim.task_demands(job, workers)
+            np.subtract.at(self.free_gpus, groups, gpus)
+            np.subtract.at(self.free_cores, self.cluster.group_socket[groups], cpus)
         self.claims.append((int(job), groups.copy()))
         if self._loads is not None:
             self._loads.add(job, groups)

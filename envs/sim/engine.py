@@ -196,6 +196,9 @@ class Simulator:
         self._contention = np.ones(num_jobs)
         self.speed_factor = np.ones(num_jobs)
         self.stall_until = np.zeros(num_jobs)
+        # The latest stall_until ever set: once now passes it, no job stalls (the usual
+        # case: restart cost 0), and the hot path skips the per-job stall arithmetic.
+        self._stalls_end = 0.0
         self.attained_gpu_seconds = np.zeros(num_jobs)
         self.cs_seconds = np.zeros(num_jobs)
         self.run_time = np.zeros(num_jobs)
@@ -308,9 +311,12 @@ class Simulator:
             buffer = self._remaining
             buffer[self._remaining_ids] = np.inf
             ids = self.running_jobs()
-            stall = np.maximum(self.stall_until[ids] - self.now, 0.0)
             left = self.work_total[ids] - self.work_done[ids]
-            buffer[ids] = stall + left / self._rate[ids]
+            if self._stalls_end > self.now:
+                stall = np.maximum(self.stall_until[ids] - self.now, 0.0)
+                buffer[ids] = stall + left / self._rate[ids]
+            else:  # no stall: adding 0.0 changes no value (left is never -0.0)
+                buffer[ids] = left / self._rate[ids]
             self._remaining_ids = ids
             self._remaining_at = self.now
             self._remaining_fresh = True
@@ -525,7 +531,12 @@ class Simulator:
             )
         if ((groups < 0) | (groups >= cluster.num_gpu_groups)).any():
             raise PlacementError(f"GPU groups must lie in [0, {cluster.num_gpu_groups})")
-        task_gpus, task_cpus = self.task_demands(job, workers)
+        if len(groups) == 1 and workers == 1:
+            # One worker (most trace jobs): its demand as is, without task_demands' repeats.
+            task_gpus = np.array([self.worker_gpus[job]], dtype=np.int64)
+            task_cpus = np.array([self.worker_cpus[job]], dtype=np.float64)
+        else:
+            task_gpus, task_cpus = self.task_demands(job, workers)
         if len(groups) == 1:
             # One task (most trace jobs): the checks below, on scalars.
             self._check_room_for_one(job, int(groups[0]), int(task_gpus[0]), float(task_cpus[0]))
@@ -630,6 +641,7 @@ class Simulator:
             self.first_start[job] = self.now
         else:
             self.stall_until[job] = self.now + self.config.restart_cost_s
+            self._stalls_end = max(self._stalls_end, float(self.stall_until[job]))
 
     def _release(self, job: int) -> None:
         record = self._job_tasks.pop(job)
@@ -814,9 +826,12 @@ class Simulator:
         self._record()  # the state at `now` holds until `time`
         running = self.running_jobs()
         if len(running):
-            start = np.maximum(self.stall_until[running], self.now)
-            active = np.minimum(np.maximum(time - start, 0.0), elapsed)  # np.clip, cheaper
-            self.work_done[running] += self._rate[running] * active
+            if self._stalls_end > self.now:
+                start = np.maximum(self.stall_until[running], self.now)
+                active = np.minimum(np.maximum(time - start, 0.0), elapsed)  # np.clip, cheaper
+                self.work_done[running] += self._rate[running] * active
+            else:  # no stall: every job was active all along (active == elapsed exactly)
+                self.work_done[running] += self._rate[running] * elapsed
             self.run_time[running] += elapsed
             self.attained_gpu_seconds[running] += self.running_gpus[running] * elapsed
             self.cs_seconds[running] += self._contention[running] * elapsed
