@@ -135,6 +135,9 @@ class ConfiguredEnv(gymnasium.Env):  # type: ignore[type-arg]
     simulated_baselines: tuple[str, ...] = ()
     #: The headline numbers of :meth:`summary`, in the order a table shows them.
     summary_metrics: tuple[str, ...] = ()
+    #: The :meth:`summary` metric, lower is better, that ranks the baselines and compares the
+    #: learned policy with the best of them (the paper's headline: JCT, slowdown, NTAT).
+    ranking_metric: str = "avg_jct"
     #: Whether :meth:`summary` judges a truncated episode fairly, so its numbers count next
     #: to those of complete episodes (else only ``episode_return`` and ``truncated`` do).
     fair_when_truncated: bool = False

@@ -133,6 +133,7 @@ class CuSHEnv(ConfiguredEnv):
     jobs_parser = staticmethod(parse_jobs)
     jobs_generator = staticmethod(generate_job_set)
     baselines = CUSH_BASELINES  # 004 Table 1's eight rows
+    ranking_metric = "avg_ntat"
     summary_metrics = (
         "avg_ntat",
         "avg_wait",

@@ -118,6 +118,7 @@ class DeepRMEnv(ConfiguredEnv):
     jobs_parser = staticmethod(parse_jobs)
     jobs_generator = staticmethod(generate_sequence)
     baselines = tuple(POLICIES)  # sjf, packer, random (the reference's other_agents.py)
+    ranking_metric = "mean_slowdown"
     summary_metrics = ("mean_slowdown", "max_slowdown", "dropped")
     _jobs: JobSequence | None
 

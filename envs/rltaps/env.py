@@ -118,6 +118,7 @@ class RLTapsEnv(ConfiguredEnv):
     baselines = RLTAPS_BASELINES
     # They never preempt where the agent must reassign every GPU at every step.
     simulated_baselines = RLTAPS_BASELINES
+    ranking_metric = "mean_slowdown"
     summary_metrics = ("mean_slowdown", "jobs_finished", "dropped", "mean_speed", "gpu_utilization")
     # The slowdown (003 eq. 17) takes T_max as the finish time of every unfinished job.
     fair_when_truncated = True

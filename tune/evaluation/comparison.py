@@ -9,9 +9,11 @@ The protocol, whatever the environment: every policy plays one episode per held-
 evaluation seed (never a training seed); the learned policy plays twice, greedily
 (``learned-greedy``) and sampled with a per-episode seed (``learned-sampled``); each row
 keeps its per-seed metrics and reports their mean with a 95% Student-t confidence interval
-(:mod:`tune.confidence`); the best heuristic is the one with the lowest mean avg JCT, and
-the learned row of the summary -- the greedy one if ``evaluation.greedy``, else the sampled
-one -- is compared with it as a relative difference.
+(:mod:`tune.confidence`); the best heuristic is the one with the lowest mean of the
+environment's ranking metric (:func:`ranking_metric`: avg JCT, or the formulation's paper
+headline such as DeepRM's and RL-TAPS' slowdown or CuSH's NTAT), and the learned row of
+the summary -- the greedy one if ``evaluation.greedy``, else the sampled one -- is compared
+with it as a relative difference.
 
 How to use::
 
@@ -46,8 +48,20 @@ from tune.evaluation.common import (
 )
 from tune.experiment import ExperimentConfig
 
-#: The metric that ranks the heuristics and compares the learned policy with the best.
+#: The metric that ranks the heuristics and compares the learned policy with the best,
+#: unless the environment declares its own (:func:`ranking_metric`).
 RANKING_METRIC = "avg_jct"
+
+
+def ranking_metric(environment: str) -> str:
+    """The metric (lower is better) that ranks ``environment``'s policies: a single-agent
+    formulation's declared ``ranking_metric``, :data:`RANKING_METRIC` for the pod
+    environment."""
+    from envs.registry import SINGLE_AGENT_ENVIRONMENTS, formulation
+
+    if environment in SINGLE_AGENT_ENVIRONMENTS:
+        return formulation(environment).ranking_metric
+    return RANKING_METRIC
 
 
 def evaluate_experiment(
@@ -137,11 +151,12 @@ def summary_row(table: dict[str, Any], greedy: bool) -> str | None:
 
 
 def summary(
-    experiment: ExperimentConfig, table: dict[str, dict[str, Any]], metric: str = RANKING_METRIC
+    experiment: ExperimentConfig, table: dict[str, dict[str, Any]], metric: str | None = None
 ) -> dict[str, Any]:
-    """Which heuristic was best (lowest mean ``metric``), the learned summary row, and the
-    relative difference of each row's mean ``metric`` to the best heuristic's (negative:
-    lower, i.e. better)."""
+    """Which heuristic was best (lowest mean ``metric``, by default the environment's
+    :func:`ranking_metric`), the learned summary row, and the relative difference of each
+    row's mean ``metric`` to the best heuristic's (negative: lower, i.e. better)."""
+    metric = metric or ranking_metric(experiment.environment.name)
     heuristics = [policy for policy, entry in table.items() if entry.get("kind") == "heuristic"]
     best = best_heuristic(table, heuristics, metric)
     reference = table[best]["metrics"][metric] if best is not None else None
