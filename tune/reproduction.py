@@ -181,12 +181,17 @@ SETTINGS: tuple[Setting, ...] = (
         "cush.yaml",
         "004 §3.4/§4: Sierra, 128 nodes of 2 CPUs + 4 GPUs, 20-job dgemm/daxpy sets; each "
         "head trained by REINFORCE on its own return (Alg. 1, M = 24 simulations per set)",
-        # 6 updates of 2 job sets x 24 simulations (004: 10 sets per update).
+        # 6 updates of 2 job sets x 24 simulations (004: 10 sets per update). The policy
+        # selector's step is 30x 004's alpha^2 = 1e-3: its reward (-p_j, a job's own
+        # placement penalty) is immediate, and 6 rmsprop steps of 1e-3 leave it where it
+        # started (every job breadth-first); at 3e-2 it learns 004 Fig. 6 (dgemm
+        # depth-first, daxpy breadth-first). The job selector keeps alpha^1 = 1e-4.
         small=(
             SMALL_EVALUATION_SEEDS,
             "stop.training_iteration=6",
             "checkpoint.frequency=3",
             "algorithm.extra.learner_config_dict.reinforce.sequences_per_update=2",
+            "algorithm.extra.learner_config_dict.reinforce.head_lr.policy=0.03",
         ),
         # 004 §4: 5000 epochs of 10 job sets.
         paper_scale=("stop.training_iteration=5000", "checkpoint.frequency=100"),

@@ -193,6 +193,10 @@ def test_the_paper_scale_is_the_papers_setting() -> None:
     reinforce = config("004", "sierra", "small").algorithm.extra["learner_config_dict"]
     assert reinforce["reinforce"]["episodes_per_sequence"] == 24  # M kept at small scale
     assert reinforce["reinforce"]["sequences_per_update"] == 2
+    # The policy selector's step raised for the short budget; the job selector's is 004's.
+    assert reinforce["reinforce"]["head_lr"] == {"job": 1.0e-4, "policy": 0.03}
+    paper = config("004", "sierra", "paper").algorithm.extra["learner_config_dict"]
+    assert paper["reinforce"]["head_lr"] == {"job": 1.0e-4, "policy": 1.0e-3}
     # The report states a REINFORCE update in episodes: 2 job sets x 24 simulations.
     spent = budget(config("004", "sierra", "small"))
     assert (spent["algorithm"], spent["episodes_per_update"], spent["iterations"]) == (
