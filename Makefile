@@ -21,9 +21,12 @@ demo: $(STAMP)
 	$(PY) platform/simulate.py describe --topology fat-tree --k 4
 	TMPDIR=$(SCRATCH) $(PY) platform/train.py --config tune/configs/demo.yaml
 
+# The unit tests run on every core (pytest-xdist, at most 4 workers); the integration tests,
+# which start Ray clusters and MLflow servers sized for the whole machine, one at a time.
 test: $(STAMP)
 	@mkdir -p $(SCRATCH)
-	TMPDIR=$(SCRATCH) $(PY) -m pytest -q --durations=15
+	TMPDIR=$(SCRATCH) $(PY) -m pytest -q -m "not integration" -n auto --maxprocesses 4 --durations=10
+	TMPDIR=$(SCRATCH) $(PY) -m pytest -q -m integration --durations=15
 	$(PY) -m ruff check .
 
 # The MLflow UI checked in headless Chromium (e2e/test_mlflow_ui.py); not part of `make test`.
