@@ -649,10 +649,10 @@ def add_run_command(commands: Any) -> None:
     add_link_sharing_argument(policy, default="equal")
     add_perf_argument(policy)
     preemption = run.add_argument_group(
-        "preemption (las, srtf: a waiting job preempts the running jobs it outranks)"
+        "preemption (las, srtf, gittins: a waiting job preempts the running jobs it outranks)"
     )
     preemption.add_argument(
-        "--no-preemption", action="store_true", help="las and srtf never preempt"
+        "--no-preemption", action="store_true", help="las, srtf and gittins never preempt"
     )
     preemption.add_argument(
         "--min-run",
@@ -667,7 +667,7 @@ def add_run_command(commands: Any) -> None:
         type=_thresholds,
         default=DEFAULT_LAS_THRESHOLDS_GPU_S,
         metavar="GPU_S[,GPU_S...]",
-        help="attained GPU-seconds between LAS's queues, increasing (default "
+        help="attained GPU-seconds between LAS's (and gittins') queues, increasing (default "
         f"{','.join(f'{t:g}' for t in DEFAULT_LAS_THRESHOLDS_GPU_S)}: "
         f"{len(DEFAULT_LAS_THRESHOLDS_GPU_S) + 1} queues)",
     )

@@ -9,14 +9,15 @@ Typical use::
     sim.run(make_scheduler("las+lif"))
 
 ``make_scheduler("ordering+placement", rng=...)`` builds any combination of the
-orderings ``fifo, sjf, srtf, las, drf, sif, dsif, saf, lrf, spf, random`` and the
+orderings ``fifo, sjf, srtf, las, drf, sif, dsif, saf, lrf, spf, random, gittins`` and the
 placements ``packing, tetris, load-balancing, lif, depth-first, breadth-first, locality,
 random`` (:func:`scheduler_names`). Modules: ``base`` (the :class:`Ordering` and
 :class:`Placement` interfaces), ``scheduler`` (:class:`Scheduler`: the walk over the
 queue, backfilling, DSIF's delays), ``orderings``, ``preemption`` (preemptive LAS and
 SRTF: who preempts whom, the guard against thrashing), ``packing`` (002), ``per_task``
-(Tetris, load balancing, least interference, random), ``nodes`` (004's depth- and
-breadth-first), ``locality`` (lowest common switch), ``view`` (the tentative
+(Tetris, load balancing, least interference, random), ``gittins`` (Tiresias' Gittins
+index), ``nodes`` (004's depth- and breadth-first), ``locality`` (lowest common
+switch), ``view`` (the tentative
 :class:`ClusterView`), ``tentative``/``capacity``/``tasks`` (placement helpers),
 ``domains`` (locality levels of a topology), ``loads`` and ``estimate`` (001's
 interference inputs, SAF's oracle).
@@ -24,6 +25,7 @@ interference inputs, SAF's oracle).
 
 from envs.schedulers.base import Ordering, Placement
 from envs.schedulers.domains import LocalityLevels, locality_levels
+from envs.schedulers.gittins import GittinsIndex
 from envs.schedulers.las import LeastAttainedService
 from envs.schedulers.locality import LocalityFirst, best_level
 from envs.schedulers.nodes import BreadthFirst, DepthFirst
@@ -59,6 +61,7 @@ __all__ = [
     "DepthFirst",
     "DominantResourceFairness",
     "FirstInFirstOut",
+    "GittinsIndex",
     "LeastAttainedService",
     "LeastInterference",
     "LeastResourceFirst",

@@ -23,6 +23,8 @@ saf        actual time if placed now, by an oracle (:mod:`.estimate`); jobs that
 lrf        GPUs requested (002's least resource first)
 spf        GPUs x ideal time (002's smallest product first)
 random     a seeded random permutation
+gittins    (highest index first, after LAS's queues) Tiresias' Gittins index of the attained
+           GPU-seconds over those the finished jobs took (:mod:`.gittins`); preemptive
 =========  =================================================================================
 """
 

@@ -8,6 +8,7 @@ from typing import NamedTuple
 import numpy as np
 
 from envs.schedulers.base import Ordering, Placement
+from envs.schedulers.gittins import GittinsIndex
 from envs.schedulers.las import LeastAttainedService
 from envs.schedulers.locality import LocalityFirst
 from envs.schedulers.nodes import BreadthFirst, DepthFirst
@@ -40,6 +41,16 @@ def _las(settings: PreemptionSettings) -> Ordering:
     )
 
 
+def _gittins(settings: PreemptionSettings) -> Ordering:
+    return GittinsIndex(
+        settings.las_thresholds_gpu_s,
+        preemptive=settings.enabled,
+        min_run_s=settings.min_run_s,
+        promote_knob=settings.las_promote_knob,
+        consolidate=settings.consolidate,
+    )
+
+
 def _srtf(settings: PreemptionSettings) -> Ordering:
     return ShortestRemainingTimeFirst(
         preemptive=settings.enabled, min_run_s=settings.min_run_s, consolidate=settings.consolidate
@@ -47,7 +58,7 @@ def _srtf(settings: PreemptionSettings) -> Ordering:
 
 
 # Each factory gets the scheduler's generator, its placement (SAF's oracle needs it) and
-# the preemption settings (for the preemptive orderings, las and srtf).
+# the preemption settings (for the preemptive orderings, las, srtf and gittins).
 ORDERINGS: dict[str, Callable[[np.random.Generator, Placement, PreemptionSettings], Ordering]] = {
     "fifo": lambda rng, placement, preemption: FirstInFirstOut(),
     "sjf": lambda rng, placement, preemption: ShortestJobFirst(),
@@ -61,6 +72,8 @@ ORDERINGS: dict[str, Callable[[np.random.Generator, Placement, PreemptionSetting
     "lrf": lambda rng, placement, preemption: LeastResourceFirst(),
     "spf": lambda rng, placement, preemption: SmallestProductFirst(),
     "random": lambda rng, placement, preemption: RandomOrder(rng),
+    # Last: appended after the orderings every earlier table and index was built on.
+    "gittins": lambda rng, placement, preemption: _gittins(preemption),
 }
 
 PLACEMENTS: dict[str, Callable[[np.random.Generator], Placement]] = {
@@ -126,9 +139,10 @@ def make_scheduler(
 
     ``rng`` drives the random ordering and placement: a Generator (used as is, so
     consecutive runs continue its stream), a seed, or None for seed 0. Build a new
-    scheduler per run to repeat a run exactly. ``las`` (Tiresias' discretized LAS) and
-    ``srtf`` preempt as ``preemption`` says (default :class:`PreemptionSettings`: on,
-    5-minute minimum run, four LAS queues); the other orderings never
+    scheduler per run to repeat a run exactly. ``las`` (Tiresias' discretized LAS),
+    ``gittins`` (its Gittins-index variant, on LAS's queues) and ``srtf`` preempt as
+    ``preemption`` says (default :class:`PreemptionSettings`: on, 5-minute minimum run,
+    four LAS queues); the other orderings never
     preempt. Raises ValueError for an unknown name, listing the known orderings and
     placements.
     """

@@ -281,6 +281,11 @@ class Simulator:
         return self._finished_count == self.num_jobs or self.now >= self.config.horizon_s
 
     @property
+    def finished_count(self) -> int:
+        """How many jobs finished so far."""
+        return self._finished_count
+
+    @property
     def releases(self) -> int:
         """How many times a running job stopped (completed, preempted, resized)."""
         return len(self._released_jobs)

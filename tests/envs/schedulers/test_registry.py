@@ -28,6 +28,7 @@ ORDERINGS = (
     "lrf",
     "spf",
     "random",
+    "gittins",
 )
 PLACEMENTS = (
     "packing",

@@ -12,7 +12,7 @@ from envs.workload import make_workload
 
 CLUSTER = build_cluster("fat-tree", k=4)  # 16 Power8 servers, 64 GPUs
 NAMES = scheduler_names().combinations()
-PREEMPTIVE = ("las", "srtf")
+PREEMPTIVE = ("las", "srtf", "gittins")
 
 
 def workloads():
@@ -48,7 +48,7 @@ def test_every_scheduler_finishes_every_job_exactly_once(name, workload_name):
     workload = WORKLOADS[workload_name]
     sim, starts = run(name, workload)
     assert (sim.status == JobStatus.FINISHED).all()
-    # One start per job, plus one per preemption; only LAS and SRTF preempt.
+    # One start per job, plus one per preemption; only LAS, SRTF and Gittins preempt.
     assert (starts == 1 + sim.preemptions).all()
     if name.split("+")[0] not in PREEMPTIVE:
         assert (sim.preemptions == 0).all()
