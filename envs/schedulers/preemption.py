@@ -214,7 +214,7 @@ class Preemptor:
             plan = None
             # Known to find no room even with all its victims released: none now either
             # (skipped before looking for room; see _NoRoom).
-            hopeless = self._known_without_room(sim, view, job, victims[mine])
+            hopeless = self._known_without_room(sim, job, victims[mine])
             groups = None
             if not hopeless and self.may_start_compact(sim, view, job):
                 groups = view.place(self.placement, job)
@@ -333,32 +333,16 @@ class Preemptor:
         return bool(answer)
 
     def _released(
-        self,
-        sim: Simulator,
-        view: ClusterView,
-        victims: np.ndarray,
-        on_servers: np.ndarray | None = None,
+        self, sim: Simulator, view: ClusterView, victims: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(free GPUs per group, free cores per socket)`` of ``view`` with every one of
-        the running ``victims`` (of this pass) released; the view is left alone. With
-        ``on_servers``, only those servers' resources (the others' read 0), each summed
-        as in the whole state."""
+        the running ``victims`` (of this pass) released; the view is left alone."""
         holdings = self.holdings(sim)
         if not self._holdings_fresh:
             holdings.refresh()
             self._holdings_fresh = True
         task_group, task_gpus, task_cpus = holdings.of(victims)
-        if on_servers is None:
-            free_gpus, free_cores = view.free_gpus.copy(), view.free_cores.copy()
-        else:
-            cluster = sim.cluster
-            chosen = np.zeros(cluster.num_servers, dtype=bool)
-            chosen[on_servers] = True
-            on_group = chosen[cluster.group_server]
-            free_gpus = np.where(on_group, view.free_gpus, 0)
-            free_cores = np.where(chosen[cluster.socket_server], view.free_cores, 0.0)
-            mine = on_group[task_group]
-            task_group, task_gpus, task_cpus = task_group[mine], task_gpus[mine], task_cpus[mine]
+        free_gpus, free_cores = view.free_gpus.copy(), view.free_cores.copy()
         np.add.at(free_gpus, task_group, task_gpus)
         np.add.at(free_cores, sim.cluster.group_socket[task_group], task_cpus)
         return free_gpus, free_cores
@@ -393,51 +377,11 @@ class Preemptor:
             self._alone[key] = span
         return span
 
-    def _known_without_room(
-        self, sim: Simulator, view: ClusterView, job: int, victims: np.ndarray
-    ) -> bool:
+    def _known_without_room(self, sim: Simulator, job: int, victims: np.ndarray) -> bool:
         """Whether a plan for ``job`` over ``victims`` must fail as one of its key did
-        (:class:`_NoRoom`), or, for a job held to one server, fails on every server
-        where resources may have grown since (:meth:`_fails_where_touched`)."""
+        (:class:`_NoRoom`)."""
         known = self._no_room.get(int(self.job_keys[job]))
-        if known is None:
-            return False
-        if known.still_holds(sim, self._start_number, victims):
-            return True
-        return self._fails_where_touched(sim, view, job, known, victims)
-
-    def _fails_where_touched(
-        self, sim: Simulator, view: ClusterView, job: int, known: _NoRoom, victims: np.ndarray
-    ) -> bool:
-        """Whether a plan for ``job`` (held to one server) over ``victims`` finds no
-        compact room on the servers ``known``'s failure may no longer hold for.
-
-        ``known`` found no server holding a job of this key with its victims released.
-        Since then a server's free resources plus this plan's victims' grew only where a
-        job other than those victims stopped, or where a job runs that is a victim now
-        but was neither then nor started since (:meth:`_NoRoom.touched_servers`); every
-        other server holds no more than it did. So when none of the touched servers
-        holds the job, none does: the plan fails, untried, and the failure is
-        remembered afresh (its victims and counts now). On issue 20's 10k-job replay
-        most remembered failures were voided by one such stop or victim elsewhere.
-        """
-        if not (self.consolidate and known.compact):
-            return False
-        if self._alone_span(sim, view, job)[0] != 1:
-            return False  # several servers: the room test is not separable per server
-        tasks = JobTasks.of(sim, job)
-        if any(kind.gpus <= 0 for kind in tasks.kinds):
-            return False  # a server with no free GPU could still hold such tasks
-        touched = known.touched_servers(sim, self._start_number, victims)
-        if touched is None:
-            return False
-        free_gpus, free_cores = self._released(sim, view, victims, on_servers=touched)
-        if self._may_be_compact(sim, view, job, free_gpus, free_cores, slack=_PROBE_SLACK):
-            return False
-        self._no_room[int(self.job_keys[job])] = _NoRoom.now(
-            sim, self._starts, victims, compact=True
-        )
-        return True
+        return known is not None and known.still_holds(sim, self._start_number, victims)
 
     def _preemptible(self, sim: Simulator) -> np.ndarray:
         """Running jobs past their minimum run, not started in this decision."""
@@ -469,7 +413,7 @@ class Preemptor:
         ):
             # No compact room even with every victim gone, the usual answer: known
             # before the victims are ordered.
-            self._no_room[key] = _NoRoom.now(sim, self._starts, victims, compact=True)
+            self._no_room[key] = _NoRoom.now(sim, self._starts, victims)
             return None
         tried_first = np.lexsort((-rank, np.abs(sim.running_gpus[victims] - tasks.total_gpus)))
         victims = victims[tried_first]
@@ -578,13 +522,11 @@ class _NoRoom:
     releases: int
     starts: int
     victims: np.ndarray
-    compact: bool = False
 
     @staticmethod
-    def now(sim: Simulator, starts: int, victims: np.ndarray, compact: bool = False) -> _NoRoom:
-        """The failure of a plan over ``victims`` now, ``starts`` starts counted;
-        ``compact``: it failed the compact-room test (else the totals)."""
-        return _NoRoom(sim.releases, starts, np.sort(victims), compact)
+    def now(sim: Simulator, starts: int, victims: np.ndarray) -> _NoRoom:
+        """The failure of a plan over ``victims`` now, ``starts`` starts counted."""
+        return _NoRoom(sim.releases, starts, np.sort(victims))
 
     def still_holds(self, sim: Simulator, start_number: np.ndarray, victims: np.ndarray) -> bool:
         """Whether a plan over ``victims`` now must fail the same way (see the class doc)."""
@@ -596,37 +538,6 @@ class _NoRoom:
             return False
         new = victims[~_in_sorted(victims, known)]
         return bool((start_number[new] > self.starts).all())
-
-    def touched_servers(
-        self, sim: Simulator, start_number: np.ndarray, victims: np.ndarray
-    ) -> np.ndarray | None:
-        """The servers where free resources plus a plan's ``victims`` may have grown
-        since this failure: those of the jobs stopped since that were not its victims,
-        and of the running ``victims`` that were neither its victims nor started since
-        (None after more than :data:`_STOPS_READ` stops: not read)."""
-        known = self.victims
-        stops = sim.releases - self.releases
-        if stops > max(len(known), _STOPS_READ):
-            return None
-        touched: list[np.ndarray] = []
-        if stops:
-            others = ~_in_sorted(sim.released_since(self.releases), known)
-            if others.any():
-                freed = sim.servers_released_since(self.releases)
-                touched.extend(freed[at] for at in np.flatnonzero(others).tolist())
-        new = victims[~_in_sorted(victims, known)]
-        new = new[start_number[new] <= self.starts]
-        if len(new):
-            _, task_group, _, _ = sim.placements_of(new)
-            touched.append(sim.cluster.group_server[task_group])
-        if not touched:
-            return np.zeros(0, np.int64)
-        return np.concatenate(touched)
-
-
-_STOPS_READ = 64
-"""Stops since a remembered failure read at most (or as many as it had victims) to find
-the servers they freed."""
 
 
 def _in_sorted(values: np.ndarray, known: np.ndarray) -> np.ndarray:

@@ -254,8 +254,6 @@ class Simulator:
         # Running jobs stopped so far (completed, preempted, resized), in order: a
         # scheduler that remembers "no room" reads who freed resources since.
         self._released_jobs: list[int] = []
-        # ... and the servers each of those stops freed (its placement's).
-        self._released_servers: list[np.ndarray] = []
 
     # ------------------------------------------------------------------ queries
     @property
@@ -294,11 +292,6 @@ class Simulator:
         """The jobs of the stops after the first ``releases`` ones, in order (a job
         stopped twice appears twice)."""
         return np.array(self._released_jobs[releases:], dtype=np.int64)
-
-    def servers_released_since(self, releases: int) -> list[np.ndarray]:
-        """Per stop after the first ``releases`` ones (as :meth:`released_since` lists
-        them), the servers it freed resources on."""
-        return self._released_servers[releases:]
 
     def waiting_jobs(self) -> np.ndarray:
         """Jobs waiting to be placed, in arrival order."""
@@ -658,7 +651,6 @@ class Simulator:
     def _release(self, job: int) -> None:
         record = self._job_tasks.pop(job)
         self._released_jobs.append(job)
-        self._released_servers.append(record.servers)
         self._take_room(record, +1)
         self.gpu_job[record.gpus] = -1
         self._apply_load(job, record, -1)

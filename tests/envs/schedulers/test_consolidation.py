@@ -212,49 +212,7 @@ def test_remembering_plans_without_room_changes_no_schedule(seed, policy, monkey
     recalled = schedule()
     assert any(answers), "no plan was skipped: this workload cannot test the memory"
     monkeypatch.setattr(preemption._NoRoom, "still_holds", lambda self, *args: False)
-    monkeypatch.setattr(preemption._NoRoom, "touched_servers", lambda self, *args: None)
     assert schedule() == recalled
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("policy", ["las+packing", "srtf+locality"])
-def test_rechecking_only_the_touched_servers_changes_no_schedule(seed, policy, monkeypatch):
-    """A remembered failure voided by a stop or a new victim is re-tested on the servers
-    those touched only (for jobs held to one server): when none holds the job, the plan
-    is skipped. With that re-test answering "plan afresh" everywhere, every job starts,
-    is preempted and finishes at the same times."""
-    from envs.schedulers import preemption
-
-    cluster = build_cluster("flat", servers=4, server="dgx1")  # 4 servers x 8 GPUs
-
-    def schedule() -> tuple[list[float], list[float], list[int]]:
-        rng = np.random.default_rng(seed)
-        workload = make_workload(
-            "deepshare",
-            num_jobs=80,
-            rng=rng,
-            gpu_choices=(1, 2, 4, 8, 16),
-            mean_interarrival_s=60.0,
-        )
-        sim = Simulator(cluster, workload, SimulatorConfig(restart_cost_s=RESTART))
-        settings_ = PreemptionSettings(min_run_s=60.0, las_thresholds_gpu_s=(300.0, 3600.0))
-        sim.run(make_scheduler(policy, preemption=settings_))
-        assert (sim.status == JobStatus.FINISHED).all()
-        return sim.first_start.tolist(), sim.finish_time.tolist(), sim.preemptions.tolist()
-
-    recheck = preemption.Preemptor._fails_where_touched
-    answers: list[bool] = []
-
-    def counted(self, *args) -> bool:
-        answer = recheck(self, *args)
-        answers.append(answer)
-        return answer
-
-    monkeypatch.setattr(preemption.Preemptor, "_fails_where_touched", counted)
-    rechecked = schedule()
-    assert any(answers), "no plan was skipped by the re-test: this workload cannot test it"
-    monkeypatch.setattr(preemption.Preemptor, "_fails_where_touched", lambda self, *args: False)
-    assert schedule() == rechecked
 
 
 @pytest.mark.parametrize("seed", range(4))
