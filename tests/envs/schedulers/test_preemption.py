@@ -283,3 +283,55 @@ def test_skipping_jobs_a_failed_demand_rules_out_changes_no_schedule(seed, monke
         lambda self, failed: np.zeros(len(self._alike), dtype=bool),
     )
     assert finish_times() == pruned
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_long_queue_comparisons_agree_with_one_sort(seed):
+    """On long queues the pass finds the jobs ranked before its last victim (and the
+    wake-up request the running jobs after the first waiting one) by lexicographic
+    comparison instead of sorting all: the same jobs as the ranks of one sort, ties in
+    the first keys included."""
+    from envs.schedulers.preemption import _lex_before, _lex_extreme, _ranks
+
+    rng = np.random.default_rng(seed)
+    count = 200
+    columns = [
+        rng.integers(0, 3, count),  # a queue: many ties
+        rng.choice([0.5, 1.5, 2.5], count),  # an arrival time: more ties
+        rng.permutation(count),  # the index: distinct rows
+    ]
+    rank = _ranks(columns)
+    for largest in (True, False):
+        row = _lex_extreme(columns, largest=largest)
+        assert rank[row] == (count - 1 if largest else 0)
+    reference = int(rng.integers(count))
+    before = _lex_before(columns, [column[reference] for column in columns])
+    assert before.tolist() == (rank < rank[reference]).tolist()
+
+
+@pytest.mark.parametrize("policy", ["las+packing", "srtf+packing", "gittins+packing"])
+def test_the_long_queue_path_changes_no_schedule(policy, monkeypatch):
+    """The pass and the wake-up request take the comparison path from 1,024 waiting
+    jobs; taken from the first, every job starts, is preempted and finishes alike."""
+    from envs.schedulers import preemption
+
+    cluster = build_cluster("flat", servers=4, server="dgx1")
+
+    def schedule() -> tuple[list[float], list[float], list[int]]:
+        workload = make_workload(
+            "deepshare",
+            num_jobs=80,
+            rng=np.random.default_rng(3),
+            gpu_choices=(1, 2, 4, 8),
+            mean_interarrival_s=60.0,
+        )
+        sim = Simulator(cluster, workload, SimulatorConfig(restart_cost_s=7.0))
+        settings_ = PreemptionSettings(min_run_s=60.0, las_thresholds_gpu_s=(300.0, 3600.0))
+        sim.run(make_scheduler(policy, preemption=settings_))
+        assert (sim.status == JobStatus.FINISHED).all()
+        return sim.first_start.tolist(), sim.finish_time.tolist(), sim.preemptions.tolist()
+
+    sorted_all = schedule()
+    assert sum(sorted_all[2]), "nothing was preempted: this workload cannot test the pass"
+    monkeypatch.setattr(preemption, "_LONG_QUEUE", 0)
+    assert schedule() == sorted_all
