@@ -182,27 +182,10 @@ class Preemptor:
         # The running jobs' tasks, brought up to date once per pass when a plan first
         # needs them (plans release subsets of them).
         self._holdings_fresh = False
-        if len(waiting) < _LONG_QUEUE:
-            rank = joint_ranks(sim, self.ordering, np.concatenate([waiting, victims]))
-            waiting_rank, victim_rank = rank[: len(waiting)], rank[len(waiting) :]
-            ahead = waiting_rank < victim_rank.max()
-            waiting, waiting_rank = waiting[ahead], waiting_rank[ahead]
-        else:
-            # Only the waiting jobs ranked before the last victim can preempt: found in
-            # one comparison, so only they are sorted with the victims.
-            waiting_keys = priority_columns(sim, self.ordering, waiting)
-            victim_keys = priority_columns(sim, self.ordering, victims)
-            last = _lex_extreme(victim_keys, largest=True)
-            ahead = _lex_before(waiting_keys, [column[last] for column in victim_keys])
-            waiting = waiting[ahead]
-            rank = _ranks(
-                [
-                    np.concatenate([mine[ahead], theirs])
-                    for mine, theirs in zip(waiting_keys, victim_keys, strict=True)
-                ]
-            )
-            waiting_rank, victim_rank = rank[: len(waiting)], rank[len(waiting) :]
-        best_first = np.argsort(waiting_rank)
+        rank = joint_ranks(sim, self.ordering, np.concatenate([waiting, victims]))
+        waiting_rank, victim_rank = rank[: len(waiting)], rank[len(waiting) :]
+        outranks = np.flatnonzero(waiting_rank < victim_rank.max())
+        best_first = outranks[np.argsort(waiting_rank[outranks])]
         candidates, candidate_rank = waiting[best_first], waiting_rank[best_first]
         alive = np.ones(len(candidates), dtype=bool)
         preempted = False
@@ -271,19 +254,8 @@ class Preemptor:
         waiting, running = sim.waiting_jobs(), sim.running_jobs()
         if not len(waiting) or not len(running):
             return
-        if len(waiting) < _LONG_QUEUE:
-            rank = joint_ranks(sim, self.ordering, np.concatenate([waiting, running]))
-            outranked = running[rank[len(waiting) :] > rank[: len(waiting)].min()]
-        else:
-            # The running jobs ranked after the first waiting one (one comparison, no sort).
-            waiting_keys = priority_columns(sim, self.ordering, waiting)
-            first = _lex_extreme(waiting_keys, largest=False)
-            outranked = running[
-                ~_lex_before(
-                    priority_columns(sim, self.ordering, running),
-                    [column[first] for column in waiting_keys],
-                )
-            ]
+        rank = joint_ranks(sim, self.ordering, np.concatenate([waiting, running]))
+        outranked = running[rank[len(waiting) :] > rank[: len(waiting)].min()]
         times = [self.ordering.next_priority_change(sim, running)]
         guarded_until = self.started_at[outranked] + self.ordering.min_run_s
         guarded_until = guarded_until[guarded_until > sim.now]
@@ -599,59 +571,15 @@ _CONSOLIDATION_TRIES = 8
 """Victims released beyond the first room found, looking for room in one piece."""
 
 
-_LONG_QUEUE = 1024
-"""Waiting jobs from which a pass compares them with its last victim before sorting
-(and a wake-up request with the first of them): below, one sort of all is cheaper than
-the comparisons' extra numpy calls (the 10k Philly replay waits a few hundred deep;
-the whole trace thousands)."""
-
-
 def joint_ranks(sim: Simulator, ordering: Ordering, jobs: np.ndarray) -> np.ndarray:
     """Position of each of ``jobs`` (distinct; running or waiting) in the ordering's
     priority order, 0 first: by its priority keys, then arrival, then index."""
-    return _ranks(priority_columns(sim, ordering, jobs))
-
-
-def priority_columns(sim: Simulator, ordering: Ordering, jobs: np.ndarray) -> list[np.ndarray]:
-    """The columns ``jobs`` rank by, primary first: the ordering's priority keys, arrival,
-    index (the last makes every job's row distinct)."""
-    jobs = np.asarray(jobs, dtype=np.int64)
     keys = [np.asarray(key) for key in ordering.priority_keys(sim, jobs)]
-    return [*keys, np.asarray(sim.workload.arrival_time)[jobs], jobs]
-
-
-def _ranks(columns: list[np.ndarray]) -> np.ndarray:
-    """Position of each row in the lexicographic order of ``columns`` (primary first)."""
-    order = np.lexsort(columns[::-1])  # lexsort sorts by its last key first
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
+    arrival = np.asarray(sim.workload.arrival_time)[jobs]
+    order = np.lexsort((jobs, arrival, *reversed(keys)))  # the last key sorts first
+    rank = np.empty(len(jobs), dtype=np.int64)
+    rank[order] = np.arange(len(jobs))
     return rank
-
-
-def _lex_extreme(columns: list[np.ndarray], largest: bool) -> int:
-    """The row first (or last, ``largest``) in the lexicographic order of ``columns``
-    (rows distinct), by narrowing column after column: no sort."""
-    rows = np.arange(len(columns[0]))
-    for column in columns:
-        values = column[rows]
-        best = values.max() if largest else values.min()
-        rows = rows[values == best]
-        if len(rows) == 1:
-            break
-    return int(rows[0])
-
-
-def _lex_before(columns: list[np.ndarray], reference: list[object]) -> np.ndarray:
-    """Boolean per row of ``columns``: it comes strictly before the row ``reference``
-    (one value per column) in the lexicographic order (primary column first)."""
-    before = np.zeros(len(columns[0]), dtype=bool)
-    tied = np.ones(len(columns[0]), dtype=bool)
-    for column, value in zip(columns, reference, strict=True):
-        before |= tied & (column < value)
-        tied &= column == value
-        if not tied.any():
-            break
-    return before
 
 
 def _overlapping(sim: Simulator, victims: np.ndarray, groups: np.ndarray) -> np.ndarray:
