@@ -7,9 +7,10 @@ performance models (``ideal``: every job at its trace duration; ``contention``:
 interference and shared links slow jobs), for
 
 * strict FIFO (``fifo+packing``, no backfilling), backfilling FIFO (``fifo+packing``),
-* ``las+packing`` and ``srtf+packing`` with the registry's defaults (preemptive; see
-  ``envs.schedulers.registry`` and ``PreemptionSettings``), so the figures follow any
-  change of those defaults.
+* ``las+packing``, ``srtf+packing`` and ``gittins+packing`` (Tiresias' Gittins-index
+  variant, on LAS's queues; no goal of its own) with the registry's defaults
+  (preemptive; see ``envs.schedulers.registry`` and ``PreemptionSettings``), so the
+  figures follow any change of those defaults.
 
 Each row reports avg/median/p90 JCT, makespan (seconds), preemptions, GPU-seconds
 consumed, GPU-time inflation and the run's wall and CPU seconds. The goals are then checked
@@ -73,6 +74,7 @@ BASELINES: tuple[tuple[str, str, bool], ...] = (
     ("fifo backfill", "fifo+packing", True),
     ("las", "las+packing", True),
     ("srtf", "srtf+packing", True),
+    ("gittins", "gittins+packing", True),
 )
 #: Under each model, the FIFO row LAS and SRTF answer to (the issue's goals).
 GOAL_FIFO = {"ideal": "fifo strict", "contention": "fifo backfill"}

@@ -126,6 +126,7 @@ def test_tiny_run_writes_rows_and_checks(bench: ModuleType, tmp_path: Path) -> N
         ("fifo backfill", "fifo+packing", True, "ideal"),
         ("las", "las+packing", True, "ideal"),
         ("srtf", "srtf+packing", True, "ideal"),
+        ("gittins", "gittins+packing", True, "ideal"),
     ]
     assert all(set(r) == ROW_KEYS and r["jobs"] == 30 for r in rows)
     assert all(r["jobs_finished"] == 30 for r in rows)
