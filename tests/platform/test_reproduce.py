@@ -184,6 +184,10 @@ def test_the_paper_scale_is_the_papers_setting() -> None:
     assert config("001", "bcube", "paper").environment.config["topology_params"] == {"n": 6, "k": 3}
     assert config("001", "vl2", "paper").environment.config["topology"] == "vl2"
     assert config("001", "fat-tree", "small").environment.config["topology_params"] == {"k": 4}
+    # A small 001 plays 001's three baselines beside the heuristic paper001.yaml clones.
+    played = config("001", "fat-tree", "small").evaluation.baselines
+    assert {"fifo+tetris", "fifo+load-balancing", "fifo+lif"} <= set(played)
+    assert "dsif-patient+locality" in played
     assert config("000", "rl-hybrid", "paper").environment.config["mode"] == "hybrid"
     assert config("004", "sierra", "paper").environment.config["cluster"] == "sierra"
     assert config("002", "dqn", "paper").algorithm.name == "DQN"
