@@ -215,3 +215,33 @@ def test_invariants_under_random_policies(
     again = Simulator(cluster, workload, config)
     again.run(RandomFirstFit(seed))
     assert np.array_equal(again.finish_time, sim.finish_time)
+
+
+def test_events_pushed_at_once_pop_as_pushed_one_by_one():
+    """``push_many`` (the arrivals, heapified at once) gives the order of as many
+    ``push`` calls: by time, ties in push order, later pushes after them."""
+    from envs.sim.events import ARRIVAL, WAKE, EventQueue
+
+    times = [5.0, 1.0, 5.0, 0.0, 1.0]
+    one_by_one, at_once = EventQueue(), EventQueue()
+    for job, time in enumerate(times):
+        one_by_one.push(time, ARRIVAL, job)
+    at_once.push_many(times, ARRIVAL, list(range(len(times))))
+    for queue in (one_by_one, at_once):
+        queue.push(1.0, WAKE)
+    popped = [
+        [(event.time, event.kind, event.payload) for event in (queue.pop() for _ in range(6))]
+        for queue in (one_by_one, at_once)
+    ]
+    assert (
+        popped[0]
+        == popped[1]
+        == [
+            (0.0, ARRIVAL, 3),
+            (1.0, ARRIVAL, 1),
+            (1.0, ARRIVAL, 4),
+            (1.0, WAKE, -1),
+            (5.0, ARRIVAL, 0),
+            (5.0, ARRIVAL, 2),
+        ]
+    )
