@@ -93,17 +93,25 @@ def test_ppo_beats_random_within_a_few_iterations(ray_local) -> None:
         .debugging(seed=0)
     )
     algo = config.build_algo()
+    # PPO is not bitwise reproducible across machines (float reductions differ with the CPU's
+    # kernels and threads), so the same seed learns at a different pace on another CPU: a
+    # fresh-clone run once still waited 9.2% of the time after 15 iterations (random: 9.9%)
+    # where this machine's runs of seeds 0-2 were at 0-0.4%. Training goes on in blocks of 5
+    # iterations, up to 30, until the policy waits less than 60% as often as random on
+    # validation workloads; the assertion is then made on held-out ones.
+    validation, held_out = range(200, 208), range(100, 116)
+    random_validation = wait_rate(None, validation)
+    curve = []
     try:
-        # PPO is not bitwise reproducible across runs (float reductions over torch threads):
-        # after 10 iterations one clean-clone run still waited 6% of the time (random: 10%),
-        # so train 15 for a margin.
-        for _ in range(15):
-            algo.train()
-        # 16 held-out episodes: the wait rates are counts over a few hundred decisions.
-        held_out = range(100, 116)
+        for _ in range(6):
+            for _ in range(5):
+                algo.train()
+            curve.append(round(wait_rate(algo.get_module("shared"), validation), 4))
+            if curve[-1] < 0.6 * random_validation:
+                break
         learned, random = wait_rate(algo.get_module("shared"), held_out), wait_rate(None, held_out)
     finally:
         algo.stop()
-    # Clean-clone runs of this test ended at 4-6% waits against random's 9.9% (PPO here
-    # is not bit-reproducible): the margin asserted is what every run showed, 40% fewer.
-    assert learned < 0.6 * random, (learned, random)
+    # Runs of seeds 0-2 here waited 5.2%, 1.9% and 6.2% after 5 iterations and 0-0.4% after
+    # 15, against random's 9.9%: the margin asserted, 40% fewer, is what every run reached.
+    assert learned < 0.6 * random, (learned, random, "validation curve every 5 iterations", curve)
