@@ -273,6 +273,14 @@ class Preemptor:
             self._holdings = _Holdings(sim)
         return self._holdings
 
+    def _fresh_holdings(self, sim: Simulator) -> _Holdings:
+        """The running tasks' table, brought up to the simulator once per pass."""
+        holdings = self.holdings(sim)
+        if not self._holdings_fresh:
+            holdings.refresh()
+            self._holdings_fresh = True
+        return holdings
+
     def request_wake_up(self, sim: Simulator) -> None:
         """Ask for a decision when a waiting job may next preempt (event mode only)."""
         if sim.config.interval_s is not None:
@@ -329,11 +337,8 @@ class Preemptor:
         ahead, jobs = ahead[first], jobs[first]
         count, task_cpus = sim.num_workers[jobs], sim.worker_cpus[jobs]
         demands = Demands(sim.worker_gpus[jobs], task_cpus, count, count * task_cpus)
-        holdings = self.holdings(sim)
-        if not self._holdings_fresh:
-            holdings.refresh()
-            self._holdings_fresh = True
-        task_victim, task_group, task_gpus_held, task_cpus_held = holdings.rows_of(victims)
+        rows = self._fresh_holdings(sim).rows_of(victims)
+        task_victim, task_group, task_gpus_held, task_cpus_held = rows
         gpus, cores = released_rows(
             sim.cluster,
             view.free_gpus,
@@ -414,11 +419,7 @@ class Preemptor:
     ) -> tuple[np.ndarray, np.ndarray]:
         """``(free GPUs per group, free cores per socket)`` of ``view`` with every one of
         the running ``victims`` (of this pass) released; the view is left alone."""
-        holdings = self.holdings(sim)
-        if not self._holdings_fresh:
-            holdings.refresh()
-            self._holdings_fresh = True
-        task_group, task_gpus, task_cpus = holdings.of(victims)
+        task_group, task_gpus, task_cpus = self._fresh_holdings(sim).of(victims)
         free_gpus, free_cores = view.free_gpus.copy(), view.free_cores.copy()
         np.add.at(free_gpus, task_group, task_gpus)
         np.add.at(free_cores, sim.cluster.group_socket[task_group], task_cpus)
@@ -738,7 +739,6 @@ class _Holdings:
         self.task_group = np.zeros(0, dtype=np.int64)
         self.task_gpus = np.zeros(0, dtype=np.int64)
         self.task_cpus = np.zeros(0)
-        self._chosen = np.zeros(sim.num_jobs, dtype=bool)
         self._position = np.full(sim.num_jobs, -1, dtype=np.int64)
 
     def refresh(self) -> None:
@@ -761,8 +761,9 @@ class _Holdings:
         self.task_cpus = np.concatenate([self.task_cpus[keep], cpus])
 
     def rows_of(self, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(owner, task_group, task_gpus, task_cpus)`` of the tasks of running ``jobs``
-        (distinct), ``owner`` the position in ``jobs`` of each task's job."""
+        """``(owner, task_group, task_gpus, task_cpus)`` of the tasks of running ``jobs``,
+        ``owner`` the position in ``jobs`` of each task's job (distinct ``jobs``; a job
+        given twice has its tasks once, owned by its last position)."""
         self._position[jobs] = np.arange(len(jobs))
         owner = self._position[self.task_job]
         self._position[jobs] = -1
@@ -771,10 +772,7 @@ class _Holdings:
 
     def of(self, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(task_group, task_gpus, task_cpus)`` of the tasks of running ``jobs``."""
-        self._chosen[jobs] = True
-        mine = self._chosen[self.task_job]
-        self._chosen[jobs] = False
-        return self.task_group[mine], self.task_gpus[mine], self.task_cpus[mine]
+        return self.rows_of(jobs)[1:]
 
 
 def _compact_rooms(

@@ -111,3 +111,40 @@ def setup_sim():
 def job_spec():
     """The :class:`JobSpec` constructor."""
     return JobSpec
+
+
+PREEMPTIVE_RESTART_S = 7.0
+
+
+def preemptive_schedule(
+    cluster: Cluster, policy: str, seed: int, **workload: object
+) -> tuple[list[float], list[float], list[int]]:
+    """``policy`` with preemption (60 s minimum run, LAS thresholds 300 and 3,600 GPU-s,
+    7 s restart cost) on the seeded ``deepshare`` workload of ``workload``'s options; every
+    job must finish. Returns each job's first start, finish and preemptions: what the
+    tests comparing a shortcut with its path not taken compare."""
+    from envs.schedulers import PreemptionSettings, make_scheduler
+    from envs.sim import JobStatus
+    from envs.workload import make_workload
+
+    jobs = make_workload("deepshare", rng=np.random.default_rng(seed), **workload)
+    sim = Simulator(cluster, jobs, SimulatorConfig(restart_cost_s=PREEMPTIVE_RESTART_S))
+    settings = PreemptionSettings(min_run_s=60.0, las_thresholds_gpu_s=(300.0, 3600.0))
+    sim.run(make_scheduler(policy, preemption=settings))
+    assert (sim.status == JobStatus.FINISHED).all()
+    return sim.first_start.tolist(), sim.finish_time.tolist(), sim.preemptions.tolist()
+
+
+def record_answers(monkeypatch: pytest.MonkeyPatch, owner: object, name: str) -> list:
+    """Replace ``owner.name`` (a function or method) by itself, keeping every answer it
+    gives in the returned list."""
+    original = getattr(owner, name)
+    answers: list = []
+
+    def recorded(*args, **kwargs):
+        answer = original(*args, **kwargs)
+        answers.append(answer)
+        return answer
+
+    monkeypatch.setattr(owner, name, recorded)
+    return answers

@@ -18,7 +18,7 @@ from envs.sim import JobStatus, Simulator, SimulatorConfig
 from envs.topology import build_cluster
 from envs.workload import make_workload
 
-from .conftest import JobSpec, build_workload
+from .conftest import JobSpec, build_workload, preemptive_schedule, record_answers
 
 RESTART = 7.0
 TWO_BY_TWO = build_cluster("flat", servers=2, gpus_per_server=2)
@@ -145,33 +145,18 @@ def test_the_compact_room_probe_changes_no_schedule(seed, policy, monkeypatch):
     from envs.schedulers import preemption
 
     cluster = build_cluster("fat-tree", k=2, server="dgx1")  # 2 servers x 8 GPUs
-
-    def schedule() -> tuple[list[float], list[float], list[int]]:
-        rng = np.random.default_rng(seed)
-        workload = make_workload("deepshare", num_jobs=40, rng=rng, gpu_choices=(1, 2, 4, 8))
-        sim = Simulator(cluster, workload, SimulatorConfig(restart_cost_s=RESTART))
-        settings_ = PreemptionSettings(min_run_s=60.0, las_thresholds_gpu_s=(300.0, 3600.0))
-        sim.run(make_scheduler(policy, preemption=settings_))
-        assert (sim.status == JobStatus.FINISHED).all()
-        return sim.first_start.tolist(), sim.finish_time.tolist(), sim.preemptions.tolist()
-
-    probe = preemption._compact_rooms
-    refused: list[int] = []
-
-    def counted(*args, **kwargs) -> np.ndarray:
-        answer = probe(*args, **kwargs)
-        refused.append(int((~answer).sum()))
-        return answer
-
-    monkeypatch.setattr(preemption, "_compact_rooms", counted)
-    probed = schedule()
-    assert sum(refused), "the probe never refused: this workload cannot test it"
+    workload = {"num_jobs": 40, "gpu_choices": (1, 2, 4, 8)}
+    answers = record_answers(monkeypatch, preemption, "_compact_rooms")
+    probed = preemptive_schedule(cluster, policy, seed, **workload)
+    assert sum(int((~answer).sum()) for answer in answers), (
+        "the probe never refused: this workload cannot test it"
+    )
     monkeypatch.setattr(
         preemption,
         "_compact_rooms",
         lambda sim, tasks, servers, gpus, *rest: np.ones(len(gpus), bool),
     )
-    assert schedule() == probed
+    assert preemptive_schedule(cluster, policy, seed, **workload) == probed
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -184,35 +169,12 @@ def test_remembering_plans_without_room_changes_no_schedule(seed, policy, monkey
     from envs.schedulers import preemption
 
     cluster = build_cluster("flat", servers=4, server="dgx1")  # 4 servers x 8 GPUs
-
-    def schedule() -> tuple[list[float], list[float], list[int]]:
-        rng = np.random.default_rng(seed)
-        workload = make_workload(
-            "deepshare",
-            num_jobs=80,
-            rng=rng,
-            gpu_choices=(1, 2, 4, 8, 16),
-            mean_interarrival_s=60.0,
-        )
-        sim = Simulator(cluster, workload, SimulatorConfig(restart_cost_s=RESTART))
-        settings_ = PreemptionSettings(min_run_s=60.0, las_thresholds_gpu_s=(300.0, 3600.0))
-        sim.run(make_scheduler(policy, preemption=settings_))
-        assert (sim.status == JobStatus.FINISHED).all()
-        return sim.first_start.tolist(), sim.finish_time.tolist(), sim.preemptions.tolist()
-
-    remembered = preemption._NoRoom.still_holds
-    answers: list[bool] = []
-
-    def counted(self, *args) -> bool:
-        answer = remembered(self, *args)
-        answers.append(answer)
-        return answer
-
-    monkeypatch.setattr(preemption._NoRoom, "still_holds", counted)
-    recalled = schedule()
+    workload = {"num_jobs": 80, "gpu_choices": (1, 2, 4, 8, 16), "mean_interarrival_s": 60.0}
+    answers = record_answers(monkeypatch, preemption._NoRoom, "still_holds")
+    recalled = preemptive_schedule(cluster, policy, seed, **workload)
     assert any(answers), "no plan was skipped: this workload cannot test the memory"
     monkeypatch.setattr(preemption._NoRoom, "still_holds", lambda self, *args: False)
-    assert schedule() == recalled
+    assert preemptive_schedule(cluster, policy, seed, **workload) == recalled
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -7,14 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from envs.schedulers import PreemptionSettings, make_scheduler
 from envs.schedulers.room_screen import Demands, may_have_compact_room, released_rows
 from envs.schedulers.tasks import JobTasks
-from envs.sim import JobStatus, Simulator, SimulatorConfig
+from envs.sim import Simulator
 from envs.topology import build_cluster
 from envs.workload import make_workload
 
-RESTART = 7.0
+from .conftest import preemptive_schedule, record_answers
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -87,36 +86,15 @@ def test_the_screen_changes_no_schedule(seed, policy, monkeypatch):
     from envs.schedulers import preemption
 
     cluster = build_cluster("flat", servers=4, server="dgx1")  # 4 servers x 8 GPUs
-
-    def schedule() -> tuple[list[float], list[float], list[int]]:
-        rng = np.random.default_rng(seed)
-        workload = make_workload(
-            "deepshare",
-            num_jobs=80,
-            rng=rng,
-            gpu_choices=(1, 2, 4, 8, 16),
-            mean_interarrival_s=60.0,
-        )
-        sim = Simulator(cluster, workload, SimulatorConfig(restart_cost_s=RESTART))
-        settings_ = PreemptionSettings(min_run_s=60.0, las_thresholds_gpu_s=(300.0, 3600.0))
-        sim.run(make_scheduler(policy, preemption=settings_))
-        assert (sim.status == JobStatus.FINISHED).all()
-        return sim.first_start.tolist(), sim.finish_time.tolist(), sim.preemptions.tolist()
-
-    screen = preemption.Preemptor._screen
-    ruled_out: list[int] = []
-
-    def counted(self, *args) -> np.ndarray:
-        answer = screen(self, *args)
-        ruled_out.append(int((~answer).sum()))
-        return answer
-
-    monkeypatch.setattr(preemption.Preemptor, "_screen", counted)
-    screened = schedule()
-    assert sum(ruled_out), "the screen never ruled a candidate out: this workload tests nothing"
+    workload = {"num_jobs": 80, "gpu_choices": (1, 2, 4, 8, 16), "mean_interarrival_s": 60.0}
+    answers = record_answers(monkeypatch, preemption.Preemptor, "_screen")
+    screened = preemptive_schedule(cluster, policy, seed, **workload)
+    assert sum(int((~answer).sum()) for answer in answers), (
+        "the screen never ruled a candidate out: this workload tests nothing"
+    )
     monkeypatch.setattr(
         preemption.Preemptor,
         "_screen",
         lambda self, sim, view, candidates, *rest: np.ones(len(candidates), bool),
     )
-    assert schedule() == screened
+    assert preemptive_schedule(cluster, policy, seed, **workload) == screened
