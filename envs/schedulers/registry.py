@@ -31,18 +31,10 @@ from envs.schedulers.preemption import PreemptionSettings
 from envs.schedulers.scheduler import Scheduler
 
 
-def _las(settings: PreemptionSettings) -> Ordering:
-    return LeastAttainedService(
-        settings.las_thresholds_gpu_s,
-        preemptive=settings.enabled,
-        min_run_s=settings.min_run_s,
-        promote_knob=settings.las_promote_knob,
-        consolidate=settings.consolidate,
-    )
-
-
-def _gittins(settings: PreemptionSettings) -> Ordering:
-    return GittinsIndex(
+def _on_las_queues(ordering: type[LeastAttainedService], settings: PreemptionSettings) -> Ordering:
+    """Tiresias' discretized LAS or its Gittins-index variant (a subclass): both order
+    within the settings' attained-service queues and preempt as they say."""
+    return ordering(
         settings.las_thresholds_gpu_s,
         preemptive=settings.enabled,
         min_run_s=settings.min_run_s,
@@ -63,7 +55,7 @@ ORDERINGS: dict[str, Callable[[np.random.Generator, Placement, PreemptionSetting
     "fifo": lambda rng, placement, preemption: FirstInFirstOut(),
     "sjf": lambda rng, placement, preemption: ShortestJobFirst(),
     "srtf": lambda rng, placement, preemption: _srtf(preemption),
-    "las": lambda rng, placement, preemption: _las(preemption),
+    "las": lambda rng, placement, preemption: _on_las_queues(LeastAttainedService, preemption),
     "drf": lambda rng, placement, preemption: DominantResourceFairness(),
     "sif": lambda rng, placement, preemption: ShortestIdealTime(),
     "dsif": lambda rng, placement, preemption: DelayedShortestIdealTime(),
@@ -73,7 +65,7 @@ ORDERINGS: dict[str, Callable[[np.random.Generator, Placement, PreemptionSetting
     "spf": lambda rng, placement, preemption: SmallestProductFirst(),
     "random": lambda rng, placement, preemption: RandomOrder(rng),
     # Last: appended after the orderings every earlier table and index was built on.
-    "gittins": lambda rng, placement, preemption: _gittins(preemption),
+    "gittins": lambda rng, placement, preemption: _on_las_queues(GittinsIndex, preemption),
 }
 
 PLACEMENTS: dict[str, Callable[[np.random.Generator], Placement]] = {

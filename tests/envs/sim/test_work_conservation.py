@@ -52,6 +52,7 @@ def run(workload: Workload, policy: str, perf: str, backfill: bool = True):
         ("sjf+packing", True),
         ("las+packing", True),
         ("srtf+packing", True),
+        ("gittins+packing", True),
     ],
 )
 def test_ideal_mode_conserves_gpu_seconds(policy: str, backfill: bool) -> None:
@@ -61,7 +62,7 @@ def test_ideal_mode_conserves_gpu_seconds(policy: str, backfill: bool) -> None:
     metrics = result.metrics()
 
     assert metrics["jobs_finished"] == 60
-    if policy.startswith(("las", "srtf")):
+    if make_scheduler(policy).ordering.preemptive:
         assert metrics["preemptions"] > 0  # work conserved across preemption and resume
     np.testing.assert_allclose(result.jobs["gpu_seconds"], per_job, rtol=RELATIVE_TOLERANCE)
     assert metrics["gpu_seconds"] == pytest.approx(per_job.sum(), rel=RELATIVE_TOLERANCE)
