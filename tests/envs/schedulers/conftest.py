@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from envs.sim import Simulator, SimulatorConfig
+from envs.schedulers import PreemptionSettings, make_scheduler
+from envs.sim import JobStatus, Simulator, SimulatorConfig
 from envs.topology import Cluster
-from envs.workload import Workload, get_catalog
+from envs.workload import Workload, get_catalog, make_workload
 
 MODELS = get_catalog("marl").names
 
@@ -113,7 +114,8 @@ def job_spec():
     return JobSpec
 
 
-PREEMPTIVE_RESTART_S = 7.0
+# Seconds a resumed job stalls restoring its checkpoint, in the preemption tests.
+RESTART = 7.0
 
 
 def preemptive_schedule(
@@ -123,12 +125,8 @@ def preemptive_schedule(
     7 s restart cost) on the seeded ``deepshare`` workload of ``workload``'s options; every
     job must finish. Returns each job's first start, finish and preemptions: what the
     tests comparing a shortcut with its path not taken compare."""
-    from envs.schedulers import PreemptionSettings, make_scheduler
-    from envs.sim import JobStatus
-    from envs.workload import make_workload
-
     jobs = make_workload("deepshare", rng=np.random.default_rng(seed), **workload)
-    sim = Simulator(cluster, jobs, SimulatorConfig(restart_cost_s=PREEMPTIVE_RESTART_S))
+    sim = Simulator(cluster, jobs, SimulatorConfig(restart_cost_s=RESTART))
     settings = PreemptionSettings(min_run_s=60.0, las_thresholds_gpu_s=(300.0, 3600.0))
     sim.run(make_scheduler(policy, preemption=settings))
     assert (sim.status == JobStatus.FINISHED).all()

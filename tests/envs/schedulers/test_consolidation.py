@@ -18,9 +18,8 @@ from envs.sim import JobStatus, Simulator, SimulatorConfig
 from envs.topology import build_cluster
 from envs.workload import make_workload
 
-from .conftest import JobSpec, build_workload, preemptive_schedule, record_answers
+from .conftest import RESTART, JobSpec, build_workload, preemptive_schedule, record_answers
 
-RESTART = 7.0
 TWO_BY_TWO = build_cluster("flat", servers=2, gpus_per_server=2)
 CONFIG = SimulatorConfig(restart_cost_s=RESTART, interference=False, communication=False)
 

@@ -24,9 +24,8 @@ from envs.sim import JobStatus, Simulator, SimulatorConfig
 from envs.topology import build_cluster
 from envs.workload import make_workload
 
-from .conftest import JobSpec, build_workload
+from .conftest import RESTART, JobSpec, build_workload
 
-RESTART = 7.0
 ONE_GPU = build_cluster("flat", servers=1, gpus_per_server=1)
 
 

@@ -35,11 +35,13 @@ def fixed_duration_workload(seed: int, num_jobs: int, worker_choices: tuple[int,
     )
 
 
+# Small LAS thresholds and a one-minute guard: the preemptive policies do preempt.
+PREEMPTION = PreemptionSettings(min_run_s=60.0, las_thresholds_gpu_s=(1800.0, 7200.0))
+
+
 def run(workload: Workload, policy: str, perf: str, backfill: bool = True):
     cluster = build_cluster("flat", servers=4, gpus_per_server=8)
-    # Small LAS thresholds and a one-minute guard: the preemptive policies do preempt.
-    preemption = PreemptionSettings(min_run_s=60.0, las_thresholds_gpu_s=(1800.0, 7200.0))
-    scheduler = make_scheduler(policy, rng=0, backfill=backfill, preemption=preemption)
+    scheduler = make_scheduler(policy, rng=0, backfill=backfill, preemption=PREEMPTION)
     config = SimulatorConfig(restart_cost_s=0.0, **perf_switches(perf)._asdict())
     return simulate(cluster, workload, scheduler, policy, config)
 
@@ -62,7 +64,7 @@ def test_ideal_mode_conserves_gpu_seconds(policy: str, backfill: bool) -> None:
     metrics = result.metrics()
 
     assert metrics["jobs_finished"] == 60
-    if make_scheduler(policy).ordering.preemptive:
+    if make_scheduler(policy, preemption=PREEMPTION).ordering.preemptive:
         assert metrics["preemptions"] > 0  # work conserved across preemption and resume
     np.testing.assert_allclose(result.jobs["gpu_seconds"], per_job, rtol=RELATIVE_TOLERANCE)
     assert metrics["gpu_seconds"] == pytest.approx(per_job.sum(), rel=RELATIVE_TOLERANCE)
