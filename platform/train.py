@@ -188,14 +188,15 @@ def scored_checkpoint(experiment: ExperimentConfig, results: Any) -> Any:
 
 def choose_policy(
     experiment: ExperimentConfig, results: Any, warm_start_path: str | None
-) -> tuple[str, dict[str, str], dict[str, float]]:
-    """The policy to evaluate: ``(folder, module folders by id, validation scores)``.
+) -> tuple[str, dict[str, str], Any]:
+    """The policy to evaluate: ``(folder, module folders by id, validation)``.
 
     Without ``evaluation.validation_seeds``: the kept checkpoint with the best declared
     ``checkpoint.score`` of all trials (without one, the last checkpoint of the trial with
-    the best final return); no scores. With them: the candidate with the lowest
-    mean avg JCT on those seeds among every kept checkpoint and the warm-start module
-    (:mod:`tune.selection`).
+    the best final return); validation None. With them: the candidate
+    :func:`tune.selection.select` picks on those seeds among every kept checkpoint and the
+    warm-start module (the warm start unless a checkpoint is significantly better), and
+    its :class:`tune.selection.Selection`.
     """
     from tune.evaluation import module_paths
     from tune.rllib_config import module_ids
@@ -203,7 +204,7 @@ def choose_policy(
     ids = module_ids(experiment)
     if not experiment.evaluation.validation_seeds:
         checkpoint = checkpoint_folder(scored_checkpoint(experiment, results))
-        return checkpoint, module_paths(checkpoint, ids), {}
+        return checkpoint, module_paths(checkpoint, ids), None
     from tune.selection import checkpoint_candidates, select
 
     kept = [
@@ -211,8 +212,8 @@ def choose_policy(
         for result in results
         for checkpoint, _ in (result.best_checkpoints or [])
     ]
-    chosen, scores = select(experiment, checkpoint_candidates(kept, ids, warm_start_path))
-    return chosen.path, chosen.modules, scores
+    selection = select(experiment, checkpoint_candidates(kept, ids, warm_start_path))
+    return selection.chosen.path, selection.chosen.modules, selection
 
 
 def write_evaluation_table(
@@ -392,19 +393,26 @@ def train_and_evaluate(
     checkpoint = checkpoint_folder(scored_checkpoint(experiment, results))
     table: dict[str, dict[str, Any]] = {}
     info: dict[str, Any] = {}
-    validation: dict[str, float] = {}
+    validation: dict[str, float] = {}  # every candidate's validation avg JCT by label
     evaluation_s = 0.0
     unlogged: str | None = None
     if not args.skip_evaluation:
         from tune.evaluation import evaluate_experiment, summary
 
         started = time.monotonic()
-        checkpoint, modules, validation = choose_policy(experiment, results, warm_start_path)
+        checkpoint, modules, selection = choose_policy(experiment, results, warm_start_path)
         table = evaluate_experiment(experiment, modules)
         evaluation_s = time.monotonic() - started
         info = summary(experiment, table)
-        if validation:
-            info["validation"] = {"chosen": checkpoint, "avg_jct": validation}
+        if selection is not None:
+            validation = selection.scores
+            info["validation"] = {
+                "chosen": checkpoint,
+                "avg_jct": validation,
+                "per_seed_avg_jct": selection.per_seed,
+                "seeds": list(experiment.evaluation.validation_seeds),
+                "selection_confidence": experiment.evaluation.selection_confidence,
+            }
             if clone_scores:
                 info["validation"]["clones"] = clone_scores
         try:

@@ -43,6 +43,9 @@ DEFAULT_SCHEDULERS = ("fifo+packing", "fifo+tetris", "fifo+load-balancing", "fif
 #: ``evaluation.greedy`` and of every play in :mod:`tune.evaluation`; defined here, in the
 #: config module that imports no other part of ``tune``, so both can import it.
 DEFAULT_GREEDY = True
+#: How sure validation must be before a checkpoint replaces the warm start it was trained
+#: from (``evaluation.selection_confidence``, :func:`tune.selection.significantly_lower`).
+DEFAULT_SELECTION_CONFIDENCE = 0.95
 #: ``evaluation.baselines: all``: the full table of heuristics.
 ALL_BASELINES = "all"
 #: Combinations the pod environment's heuristic driver cannot play. Empty: every one of
@@ -292,6 +295,11 @@ class EvaluationSection:
     the candidate (every kept checkpoint, and the warm-start module) with the lowest mean
     avg JCT on these seeds, played as ``greedy`` says (:mod:`tune.selection`); they must
     differ from the training, warm-start and evaluation seeds.
+
+    ``selection_confidence``: with a warm start, a checkpoint replaces it only when its
+    per-seed avg JCT is lower with this one-sided paired confidence (Student-t, Bonferroni
+    over the checkpoints compared), so a gain within the validation seeds' noise does not
+    choose a policy whose gain will not carry over; 0 picks the lowest mean alone.
     """
 
     seeds: list[int] = field(default_factory=lambda: [1000, 1001, 1002])
@@ -299,6 +307,7 @@ class EvaluationSection:
     environment: dict[str, Any] = field(default_factory=dict)
     greedy: bool = DEFAULT_GREEDY
     validation_seeds: list[int] = field(default_factory=list)
+    selection_confidence: float = DEFAULT_SELECTION_CONFIDENCE
 
     def __post_init__(self) -> None:
         if not self.seeds or any(
@@ -335,6 +344,16 @@ class EvaluationSection:
             )
         if not isinstance(self.greedy, bool):
             raise ConfigError(f"evaluation.greedy must be true or false, got {self.greedy!r}")
+        confidence = self.selection_confidence
+        if (
+            isinstance(confidence, bool)
+            or not isinstance(confidence, int | float)
+            or not 0 <= confidence < 1
+        ):
+            raise ConfigError(
+                "evaluation.selection_confidence must be a probability in [0, 1) (0: the "
+                f"lowest validation mean alone), got {confidence!r}"
+            )
 
     def baselines_for(self, env_name: str) -> list[str]:
         """The baselines to compare on ``env_name``: the configured ones, else its defaults;

@@ -276,8 +276,19 @@ def test_validation_chooses_among_the_warm_start_and_the_checkpoints(tmp_path: P
         "checkpoint_000000",
         "checkpoint_000001",
     ]
-    # The evaluated policy is the candidate with the lowest validation JCT.
-    best_label = min(scores, key=scores.get)
+    # The evaluated policy: the warm start unless a checkpoint's per-seed JCT is lower with
+    # the default confidence (tune.selection.chosen_index, tested by hand-derived cases).
+    assert validation["seeds"] == [300, 301] and validation["selection_confidence"] == 0.95
+    from tune.evaluation import finite_mean
+    from tune.selection import chosen_index
+
+    per_seed = validation["per_seed_avg_jct"]
+    assert list(per_seed) == list(scores)
+    for label, values in per_seed.items():
+        assert len(values) == 2
+        assert scores[label] == pytest.approx(finite_mean(values), nan_ok=True)
+    labels = list(per_seed)
+    best_label = labels[chosen_index(labels, [per_seed[label] for label in labels], 0.95)]
     chosen = Path(validation["chosen"])
     assert payload["checkpoint"] == validation["chosen"] and chosen.is_dir()
     if best_label == "warm start":

@@ -78,6 +78,12 @@ def test_bad_baselines_fail_with_what_is_allowed() -> None:
         config_from_dict({"evaluation": {"baselines": ["fifo2+packing"]}})
     with pytest.raises(ConfigError, match=r"evaluation.greedy must be true or false"):
         config_from_dict({"evaluation": {"greedy": "yes"}})
+    for confidence in (1.0, -0.1, True, "0.95"):
+        with pytest.raises(
+            ConfigError, match=r"evaluation.selection_confidence must be a probability in \[0, 1\)"
+        ):
+            config_from_dict({"evaluation": {"selection_confidence": confidence}})
+    assert config_from_dict({"evaluation": {}}).evaluation.selection_confidence == 0.95
 
 
 def test_every_heuristic_of_the_full_table_plays_to_the_end() -> None:

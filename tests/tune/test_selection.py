@@ -10,7 +10,14 @@ import pytest
 from envs.pod.env import PodSchedulingEnv
 from tune.evaluation import evaluate
 from tune.experiment import config_from_dict
-from tune.selection import Candidate, checkpoint_candidates, select
+from tune.selection import (
+    WARM_START,
+    Candidate,
+    checkpoint_candidates,
+    chosen_index,
+    select,
+    significantly_lower,
+)
 
 ENV = {
     "topology": "racks",
@@ -58,7 +65,7 @@ def test_the_lowest_validation_jct_wins_and_ties_go_to_the_first(tmp_path, greed
         Candidate("b", second, {"shared": second}),
         Candidate("a again", first, {"shared": first}),
     ]
-    chosen, scores = select(experiment(greedy), candidates)
+    chosen, scores, per_seed = select(experiment(greedy), candidates)
     # Each score is the candidate's mean avg JCT over the validation seeds, as evaluate()
     # reports it for the same mode.
     for candidate in candidates:
@@ -66,11 +73,53 @@ def test_the_lowest_validation_jct_wins_and_ties_go_to_the_first(tmp_path, greed
         (row,) = table.values()
         # NaN when no job finished (an untrained greedy policy may only ever wait).
         assert scores[candidate.label] == pytest.approx(row["metrics"]["avg_jct"], nan_ok=True)
+        assert per_seed[candidate.label] == pytest.approx(
+            [episode["avg_jct"] for episode in row["episodes"]], nan_ok=True
+        )
     assert scores["a"] == pytest.approx(scores["a again"], nan_ok=True)
     # NaN ranks last; equal scores go to the earlier candidate.
     ranked = {label: math.inf if math.isnan(v) else v for label, v in scores.items()}
     expected = "a" if ranked["a"] <= ranked["b"] else "b"
     assert chosen.label == expected and chosen.modules == {"shared": chosen.path}
+
+
+def test_a_paired_gain_counts_when_its_one_sided_bound_is_below_zero() -> None:
+    # Differences -1, -2, -3: mean -2, sample sd 1, standard error 1/sqrt(3) = 0.577.
+    # One-sided Student-t quantiles with 2 degrees of freedom: 2.920 (0.95), 6.965 (0.99),
+    # so the bounds are -2 + 1.686 = -0.31 (below 0) and -2 + 4.021 = 2.02 (above).
+    incumbent = [10.0, 10.0, 10.0]
+    challenger = [9.0, 8.0, 7.0]
+    assert significantly_lower(challenger, incumbent, 0.95)
+    assert not significantly_lower(challenger, incumbent, 0.99)
+    # Higher, equal, one seed, or a seed where no job finished: never.
+    assert not significantly_lower(incumbent, challenger, 0.5)
+    assert not significantly_lower(incumbent, incumbent, 0.5)
+    assert not significantly_lower([1.0], [10.0], 0.5)
+    assert not significantly_lower([1.0, math.nan], [10.0, 10.0], 0.5)
+    # Equal differences (no spread) count when they are gains.
+    assert significantly_lower([9.0, 9.0], [10.0, 10.0], 0.999)
+
+
+def test_the_warm_start_stays_unless_a_checkpoint_is_significantly_better() -> None:
+    warm = [10.0, 10.0, 10.0]
+    # The lowest mean (8.33), from one lucky seed: differences -5, 0, 0, whose bound
+    # (mean -1.67, standard error 1.67, quantile 4.30 at 1 - 0.05 / 2) is far above 0.
+    lucky = [5.0, 10.0, 10.0]
+    # Higher mean (9.0) but lower on every seed: differences -1, -0.9, -1.1, standard
+    # error 0.058, bound -1 + 4.30 x 0.058 = -0.75.
+    steady = [9.0, 9.1, 8.9]
+    labels = [WARM_START, "lucky", "steady"]
+    assert chosen_index(labels, [warm, lucky, steady], 0.95) == 2
+    assert chosen_index(labels[:2], [warm, lucky], 0.95) == 0
+    # Confidence 0, or no warm start first: the lowest mean.
+    assert chosen_index(labels, [warm, lucky, steady], 0.0) == 1
+    assert chosen_index(["a", "lucky", "steady"], [warm, lucky, steady], 0.95) == 1
+    # A warm start that left a job unfinished (NaN) defends nothing.
+    assert chosen_index(labels, [[10.0, math.nan, 10.0], lucky, steady], 0.95) == 1
+    # Among significant checkpoints the lowest mean wins, the earlier of equals.
+    better = [8.0, 8.1, 7.9]
+    assert chosen_index([*labels, "better"], [warm, lucky, steady, better], 0.95) == 3
+    assert chosen_index([*labels, "same"], [warm, lucky, steady, steady], 0.95) == 2
 
 
 def test_candidates_list_the_warm_start_then_checkpoints_in_order(tmp_path) -> None:
