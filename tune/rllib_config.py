@@ -85,7 +85,15 @@ def algorithm_config(
         episodes_to_numpy=False,
     )
     if experiment.environment.name in MULTI_AGENT_ENVIRONMENTS:
+        from tune.env_runner import LeanMultiAgentEnvRunner
+
         config = config.callbacks(on_environment_created=share_observations)
+        # The sampling counters summed per sample call (tune/env_runner.py).
+        config = config.env_runners(env_runner_cls=LeanMultiAgentEnvRunner)
+        # Its actions are Discrete, which unsquashing leaves as they are: without it the
+        # module-to-env pipeline skips a deep copy of every step's actions and a pass
+        # over them per agent.
+        config = config.environment(normalize_actions=False)
     if experiment.environment.config.get("credit") == "job":
         from tune.credit import credit_rewards_on_episode_end
 
