@@ -105,3 +105,44 @@ def test_the_lean_update_equals_rllibs_on_the_same_episodes(ray_local) -> None:
     finally:
         lean_algo.stop()
         stock_algo.stop()
+
+
+@pytest.mark.integration
+def test_gradients_step_as_rllibs_checks_would_have_them(ray_local) -> None:
+    """Finite gradients are set as they are and stepped; finite gradients whose total norm
+    overflows, and a NaN, take RLlib's own path (the NaN zeroed), which steps too."""
+    algo = algorithm_config(config_from_dict(SMALL_POD), seed=0).build_algo()
+    try:
+        learner = algo.learner_group._learner
+        params = learner._params
+        optimizer = learner.get_optimizer("shared")
+        first = next(iter(params))
+
+        def steps_taken() -> set[float]:
+            """Adam's step count of every parameter (none before the first step)."""
+            return {
+                float(optimizer.state[p]["step"]) if p in optimizer.state else 0.0
+                for p in params.values()
+            }
+
+        before = {pid: p.detach().clone() for pid, p in params.items()}
+        grads = {pid: torch.ones_like(p) for pid, p in params.items()}
+        learner.apply_gradients(grads)
+        assert all(params[pid].grad is grads[pid] for pid in params)
+        assert all(not torch.equal(params[pid], before[pid]) for pid in params)
+        assert steps_taken() == {1.0}
+
+        grads = {pid: torch.full_like(p, 3.0e38) for pid, p in params.items()}
+        assert torch.isinf(torch.nn.utils.get_total_norm(list(grads.values())))
+        learner.apply_gradients(grads)  # every gradient finite: RLlib sets and steps
+        assert all(params[pid].grad is grads[pid] for pid in params)
+        assert steps_taken() == {2.0}
+
+        grads = {pid: torch.ones_like(p) for pid, p in params.items()}
+        grads[first].view(-1)[0] = float("nan")
+        learner.apply_gradients(grads)
+        repaired = params[first].grad.view(-1)
+        assert repaired[0] == 0 and bool(torch.isfinite(repaired).all())
+        assert steps_taken() == {3.0}
+    finally:
+        algo.stop()
