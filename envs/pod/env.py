@@ -127,6 +127,8 @@ class PodSchedulingEnv(ParallelEnv):
         self.round: DecisionRound | None = None
         self.rounds = 0
         self.advisor: Advisor | None = None
+        # Where the seeds of episodes reset without one come from (see reset).
+        self._episode_seeds: np.random.Generator | None = None
 
     # ------------------------------------------------------------------ spaces
     @classmethod
@@ -156,7 +158,20 @@ class PodSchedulingEnv(ParallelEnv):
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, dict], dict[str, dict]]:
-        """Draw (or take) a workload and home schedulers; run to the first decision."""
+        """Draw (or take) a workload and home schedulers; run to the first decision.
+
+        Without ``seed`` the episode's seed is drawn from a stream seeded by the last
+        ``seed`` given (from entropy if none ever was), as Gymnasium's seeding contract has
+        it: after a seeded first reset, the episodes an RL sampler starts by itself repeat
+        from run to run. A given ``seed`` gives the same episode as always.
+        """
+        if seed is not None:
+            # A third child of the seed's sequence: the first two seed np_random and advice.
+            self._episode_seeds = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])
+        else:
+            if self._episode_seeds is None:
+                self._episode_seeds = np.random.default_rng()
+            seed = int(self._episode_seeds.integers(2**63))
         seed_sequence = np.random.SeedSequence(seed)
         self.np_random = np.random.default_rng(seed_sequence.spawn(1)[0])
         workload = (options or {}).get("workload") or self._make_workload(seed)

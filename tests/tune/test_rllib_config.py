@@ -53,6 +53,9 @@ def test_vectorized_pod_sampling_hands_observations_on_uncopied(ray_local) -> No
         algo.stop()
 
 
+# Short episodes (an untrained greedy policy may wait until the horizon), so that some
+# end within a sample and the episode counters move too.
+SHORT_EPISODES = {**SMALL_POD["environment"]["config"], "horizon_intervals": 8}
 COUNTERS = (
     "num_env_steps_sampled",
     "num_env_steps_sampled_lifetime",
@@ -93,7 +96,7 @@ def test_the_lean_runner_samples_and_counts_as_rllibs_own(ray_local) -> None:
 
     from tune.env_runner import LeanMultiAgentEnvRunner
 
-    experiment = config_from_dict(SMALL_POD)
+    experiment = config_from_dict({**SMALL_POD, "environment": {"config": SHORT_EPISODES}})
     lean = algorithm_config(experiment, seed=0)
     assert lean.env_runner_cls is LeanMultiAgentEnvRunner and lean.normalize_actions is False
     own = algorithm_config(experiment, seed=0).env_runners(env_runner_cls=MultiAgentEnvRunner)
@@ -103,8 +106,10 @@ def test_the_lean_runner_samples_and_counts_as_rllibs_own(ray_local) -> None:
     # The same seed and weights give the same greedy actions: skipping the (identity)
     # unsquash of Discrete actions changes nothing the environment receives.
     assert lean_actions == own_actions and len(lean_actions) >= 8
-    # Every sampling counter has RLlib's value: env, agent and module steps.
-    assert lean_counters == own_counters
+    # Every sampling counter has RLlib's value: env, agent and module steps, episodes
+    # (the episodes the runner started itself repeat too: the environment continues its
+    # seed stream).
+    assert lean_counters == own_counters and lean_counters["num_episodes"] >= 1
     agent_steps = sum(len(steps) for _, steps in lean_actions)
     assert sum(lean_counters["num_agent_steps_sampled"].values()) == agent_steps
     assert lean_counters["num_module_steps_sampled"] == {"shared": agent_steps}
@@ -112,11 +117,8 @@ def test_the_lean_runner_samples_and_counts_as_rllibs_own(ray_local) -> None:
 
 @pytest.mark.integration
 def test_the_lean_runner_counts_finished_episodes(ray_local) -> None:
-    # Short episodes (an untrained greedy policy may wait until the horizon) so that some
-    # end within the sample. Later resets draw fresh workloads, so the counts are checked
-    # against the episodes themselves rather than against a second runner's.
-    short = {**SMALL_POD["environment"]["config"], "horizon_intervals": 8}
-    experiment = config_from_dict({**SMALL_POD, "environment": {"config": short}})
+    # The counts against a recount of the episodes sampled.
+    experiment = config_from_dict({**SMALL_POD, "environment": {"config": SHORT_EPISODES}})
     episodes, _, counters = sampled(algorithm_config(experiment, seed=0))
     finished = sum(episode.is_done for episode in episodes)
     assert finished >= 1

@@ -196,6 +196,23 @@ def test_same_seed_same_trajectory() -> None:
     assert trajectory(7) != trajectory(8)
 
 
+def test_resets_without_a_seed_continue_the_last_seed_stream() -> None:
+    def arrivals(env: PodSchedulingEnv, seed: int | None) -> list[float]:
+        env.reset(seed=seed)
+        return env.workload.arrival_time.tolist()
+
+    first, second = PodSchedulingEnv(num_jobs=10), PodSchedulingEnv(num_jobs=10)
+    # As an RL sampler does: one seeded reset, then resets without a seed.
+    run = [arrivals(first, 3), arrivals(first, None), arrivals(first, None)]
+    assert [arrivals(second, 3), arrivals(second, None), arrivals(second, None)] == run
+    assert run[1] != run[0] and run[2] != run[1]  # fresh workloads, repeated
+    # A given seed gives its episode as before, and restarts the stream.
+    assert arrivals(first, 3) == run[0] and arrivals(first, None) == run[1]
+    assert arrivals(first, 4) != run[0] and arrivals(first, None) != run[1]
+    unseeded = PodSchedulingEnv(num_jobs=10)
+    assert arrivals(unseeded, None) != arrivals(unseeded, None)
+
+
 def test_jct_reward_sums_to_minus_total_jct() -> None:
     env = PodSchedulingEnv(num_jobs=12, reward="jct")
     env.reset(seed=1)
