@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 
+from tune.env_runner import LeanMultiAgentEnvRunner
+
 ROOT = Path(__file__).resolve().parents[2]
 HELPER = Path(__file__).with_name("ray_cluster_helper.py")
 TINY = ROOT / "tests" / "data" / "configs" / "tiny.yaml"
@@ -42,8 +44,9 @@ DEMO_ON_SMALL_NODES = (
     "warm_start.heldout_episodes=1",
     "warm_start.epochs=1",
 )
-#: RLlib's env runner actor class for multi-agent environments (pod_scheduling_v0).
-ENV_RUNNER = "MultiAgentEnvRunner"
+#: The env runner actor class tune installs for the multi-agent environment
+#: (pod_scheduling_v0; tune/env_runner.py).
+ENV_RUNNER = LeanMultiAgentEnvRunner.__name__
 
 
 def free_port() -> int:
