@@ -80,10 +80,9 @@ def record(out: Path, cases: list[str]) -> None:
         np.savez_compressed(out / f"{case}.npz", **arrays)
         agents = len(env.possible_agents)
         # Every agent acts at every env step, so a batch of env steps holds agents x steps
-        # agent samples, in minibatches of minibatch_size, num_epochs times over.
-        updates = algorithm.num_epochs * -(
-            -agents * algorithm.train_batch_size // algorithm.minibatch_size
-        )
+        # agent samples: that many minibatches for GAE's value pass, num_epochs times over
+        # for the updates.
+        minibatches = -(-agents * algorithm.train_batch_size // algorithm.minibatch_size)
         settings = {
             "case": case,
             "model": config.model.config,
@@ -92,10 +91,8 @@ def record(out: Path, cases: list[str]) -> None:
             "agents": agents,
             "env_steps_per_iteration": algorithm.train_batch_size,
             "minibatch_size": algorithm.minibatch_size,
-            "updates_per_iteration": updates,
-            "value_passes_per_iteration": -(
-                -agents * algorithm.train_batch_size // algorithm.minibatch_size
-            ),
+            "updates_per_iteration": algorithm.num_epochs * minibatches,
+            "value_passes_per_iteration": minibatches,
             "lr": algorithm.lr,
             "clip_param": algorithm.clip_param,
             "entropy_coeff": algorithm.entropy_coeff,
@@ -179,11 +176,12 @@ def time_case(data: Path, case: str, device: torch.device, repeats: int) -> dict
     size = settings["minibatch_size"]
     with torch.no_grad():
         old_logits, _ = network(batch)
-        actions = torch.distributions.Categorical(logits=old_logits).sample()
+        sampling_policy = torch.distributions.Categorical(logits=old_logits)
+        actions = sampling_policy.sample()
         targets = {
             "old_logits": old_logits,
             "actions": actions,
-            "old_logp": torch.distributions.Categorical(logits=old_logits).log_prob(actions),
+            "old_logp": sampling_policy.log_prob(actions),
             "advantages": torch.randn(size, generator=generator).to(device),
             "returns": torch.randn(size, generator=generator).to(device),
         }

@@ -57,14 +57,36 @@ def mean_ci(values: Iterable[Any], level: float = 0.95) -> tuple[float, float]:
     count = len(kept)
     if count == 0:
         return float("nan"), float("nan")
-    mean = math.fsum(kept) / count
     if count == 1:
-        return mean, float("nan")
+        return kept[0], float("nan")
+    mean, standard_error = _mean_and_standard_error(kept)
+    return mean, _student_t_quantile((1.0 + level) / 2.0, count - 1) * standard_error
+
+
+def upper_bound(values: Iterable[Any], confidence: float) -> float:
+    """The one-sided ``confidence`` Student-t upper bound of the mean of ``values``:
+    ``mean + t_{confidence, n-1} * s / sqrt(n)`` over the finite values, NaN with fewer
+    than two (``mean_ci``'s interval at ``level`` is this bound at ``(1 + level) / 2``)."""
+    kept = _finite(values)
+    if len(kept) < 2:
+        return float("nan")
+    mean, standard_error = _mean_and_standard_error(kept)
+    return mean + _student_t_quantile(confidence, len(kept) - 1) * standard_error
+
+
+def _mean_and_standard_error(kept: list[float]) -> tuple[float, float]:
+    """The mean of two or more numbers and its standard error (``ddof=1``)."""
+    count = len(kept)
+    mean = math.fsum(kept) / count
+    variance = math.fsum((value - mean) ** 2 for value in kept) / (count - 1)
+    return mean, math.sqrt(variance / count)
+
+
+def _student_t_quantile(probability: float, degrees_of_freedom: int) -> float:
+    """Student's t quantile (scipy, imported only when an interval is computed)."""
     from scipy.stats import t as student_t
 
-    variance = math.fsum((value - mean) ** 2 for value in kept) / (count - 1)
-    quantile = float(student_t.ppf((1.0 + level) / 2.0, count - 1))
-    return mean, quantile * math.sqrt(variance / count)
+    return float(student_t.ppf(probability, degrees_of_freedom))
 
 
 def summarize(

@@ -147,16 +147,12 @@ def significantly_lower(
     """Whether ``challenger``'s values are lower than ``incumbent``'s on the same seeds with
     one-sided ``confidence``: the upper end of the Student-t bound of the mean paired
     difference is below 0. Never with fewer than two seeds or a non-finite value."""
-    differences = [c - i for c, i in zip(challenger, incumbent, strict=True)]
-    count = len(differences)
-    if count < 2 or not all(map(math.isfinite, differences)):
-        return False
-    from scipy.stats import t as student_t
+    from tune.confidence import upper_bound
 
-    mean = math.fsum(differences) / count
-    variance = math.fsum((d - mean) ** 2 for d in differences) / (count - 1)
-    quantile = float(student_t.ppf(confidence, count - 1))
-    return mean + quantile * math.sqrt(variance / count) < 0
+    differences = [c - i for c, i in zip(challenger, incumbent, strict=True)]
+    if not all(map(math.isfinite, differences)):
+        return False
+    return upper_bound(differences, confidence) < 0  # NaN (under two seeds) is not
 
 
 def choose_clone(experiment: ExperimentConfig, paths: list[str]) -> tuple[str, dict[str, float]]:

@@ -165,15 +165,16 @@ class PodSchedulingEnv(ParallelEnv):
         it: after a seeded first reset, the episodes an RL sampler starts by itself repeat
         from run to run. A given ``seed`` gives the same episode as always.
         """
-        if seed is not None:
-            # A third child of the seed's sequence: the first two seed np_random and advice.
-            self._episode_seeds = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])
-        else:
+        given = seed is not None
+        if not given:
             if self._episode_seeds is None:
                 self._episode_seeds = np.random.default_rng()
             seed = int(self._episode_seeds.integers(2**63))
-        seed_sequence = np.random.SeedSequence(seed)
-        self.np_random = np.random.default_rng(seed_sequence.spawn(1)[0])
+        # The seed's children: np_random (homes), advice's tie-breaks, the seed stream.
+        homes_seed, advice_seed, stream_seed = np.random.SeedSequence(seed).spawn(3)
+        if given:
+            self._episode_seeds = np.random.default_rng(stream_seed)
+        self.np_random = np.random.default_rng(homes_seed)
         workload = (options or {}).get("workload") or self._make_workload(seed)
         if workload.catalog_name != self._catalog_name:
             raise ValueError(
@@ -210,7 +211,7 @@ class PodSchedulingEnv(ParallelEnv):
         self.credit = JobCredit(num) if cfg.credit == "job" else None
         # Seeded apart from np_random (a second child), so advice leaves the homes as they were.
         self.advisor = (
-            Advisor(self, cfg.advice, int(seed_sequence.spawn(1)[0].generate_state(1)[0]))
+            Advisor(self, cfg.advice, int(advice_seed.generate_state(1)[0]))
             if cfg.advice is not None
             else None
         )

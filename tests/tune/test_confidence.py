@@ -12,6 +12,7 @@ from tune.confidence import (
     paired_relative_ci,
     relative_difference,
     summarize,
+    upper_bound,
 )
 
 
@@ -25,6 +26,17 @@ def test_five_values_by_hand() -> None:
     assert mean_ci([1, 2, 3, 4, 5], level=0.90)[1] == pytest.approx(
         2.1318 * math.sqrt(0.5), abs=1e-4
     )
+
+
+def test_one_sided_upper_bound_by_hand() -> None:
+    # The same five values: one-sided 95% is t(0.95, 4) = 2.1318 -> 3 + 1.5074, the upper
+    # end of the two-sided 90% interval above.
+    assert upper_bound([1, 2, 3, 4, 5], 0.95) == pytest.approx(
+        3 + 2.1318 * math.sqrt(0.5), abs=1e-4
+    )
+    assert upper_bound([5, None, 1, math.nan, 3, 2, 4], 0.95) == upper_bound([1, 2, 3, 4, 5], 0.95)
+    assert math.isnan(upper_bound([2.0], 0.95)) and math.isnan(upper_bound([], 0.95))
+    assert upper_bound([7.0, 7.0, 7.0], 0.99) == 7.0  # no spread: the mean itself
 
 
 def test_two_values_and_ten_seeds_by_hand() -> None:
