@@ -11,7 +11,7 @@ Typical use::
 ``make_scheduler("ordering+placement", rng=...)`` builds any combination of the
 orderings ``fifo, sjf, srtf, las, drf, sif, dsif, saf, lrf, spf, random, gittins`` and the
 placements ``packing, tetris, load-balancing, lif, depth-first, breadth-first, locality,
-random`` (:func:`scheduler_names`). Modules: ``base`` (the :class:`Ordering` and
+random, quiet-packing`` (:func:`scheduler_names`). Modules: ``base`` (the :class:`Ordering` and
 :class:`Placement` interfaces), ``scheduler`` (:class:`Scheduler`: the walk over the
 queue, backfilling, DSIF's delays), ``orderings``, ``preemption`` (preemptive LAS and
 SRTF: who preempts whom, the guard against thrashing), ``packing`` (002), ``per_task``
@@ -42,7 +42,7 @@ from envs.schedulers.orderings import (
     ShortestRemainingTimeFirst,
     SmallestProductFirst,
 )
-from envs.schedulers.packing import Packing
+from envs.schedulers.packing import Packing, QuietPacking
 from envs.schedulers.per_task import LeastInterference, LoadBalancing, RandomPlacement, Tetris
 from envs.schedulers.preemption import PreemptionSettings
 from envs.schedulers.registry import (
@@ -73,6 +73,7 @@ __all__ = [
     "PatientDelayedShortestIdealTime",
     "Placement",
     "PreemptionSettings",
+    "QuietPacking",
     "RandomOrder",
     "RandomPlacement",
     "Scheduler",

@@ -8,6 +8,13 @@ when it can hold every remaining task whole: GPUs from one group per task and co
 that group's socket, as the simulator requires. Ties go to the lower server index.
 Inside a server tasks go to a group already holding the job, else the tightest-fitting
 group (:meth:`~envs.schedulers.tentative.Tentative.best_group_in_server`).
+
+**quiet-packing**: the same servers, but inside a server a task goes to a group already
+holding the job, else to the group whose socket has the most free cores and whose PCIe
+switch the most free GPUs: the fewest neighbours to interfere with (001 §V: a socket's
+CPU load and a switch's PCIe load slow every task on them). On a two-socket server two
+one-GPU jobs then sit on different sockets, where packing stacks them on one; the price
+is a group split that a later task needing the whole group may find taken.
 """
 
 from __future__ import annotations
@@ -125,7 +132,16 @@ class Packing(Placement):
     """002 Fig. 2: the tightest server that holds the rest, else the emptiest takes a share."""
 
     name = "packing"
+    #: How a task picks its group inside a server (:class:`Tentative`'s ``spread``).
+    spread_in_server = False
 
     def choose(self, sim: Simulator, tasks: JobTasks, view: ClusterView) -> np.ndarray | None:
-        attempt = Tentative.on(view, tasks)
+        attempt = Tentative.on(view, tasks, self.spread_in_server)
         return pack_one(attempt) if tasks.count == 1 else pack(attempt)
+
+
+class QuietPacking(Packing):
+    """Packing's servers; inside each, the group with the fewest neighbours (see module)."""
+
+    name = "quiet-packing"
+    spread_in_server = True

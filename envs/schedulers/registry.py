@@ -25,7 +25,7 @@ from envs.schedulers.orderings import (
     ShortestRemainingTimeFirst,
     SmallestProductFirst,
 )
-from envs.schedulers.packing import Packing
+from envs.schedulers.packing import Packing, QuietPacking
 from envs.schedulers.per_task import LeastInterference, LoadBalancing, RandomPlacement, Tetris
 from envs.schedulers.preemption import PreemptionSettings
 from envs.schedulers.scheduler import Scheduler
@@ -77,6 +77,7 @@ PLACEMENTS: dict[str, Callable[[np.random.Generator], Placement]] = {
     "breadth-first": lambda rng: BreadthFirst(),
     "locality": lambda rng: LocalityFirst(),
     "random": lambda rng: RandomPlacement(rng),
+    "quiet-packing": lambda rng: QuietPacking(),
 }
 
 

@@ -16,21 +16,33 @@ from envs.topology import Cluster
 
 
 class Tentative:
-    """Free GPUs/cores after the tasks assigned so far; ``groups[t]`` = -1 while unplaced."""
+    """Free GPUs/cores after the tasks assigned so far; ``groups[t]`` = -1 while unplaced.
+
+    ``spread``: how a task picks a group inside a server (:meth:`best_group_in_server`):
+    False, the tightest fit (002's packing, keeping whole groups for larger tasks); True,
+    the group whose socket and PCIe switch have the most room, i.e. the fewest neighbours
+    to interfere with (001 §V's two shared resources).
+    """
 
     def __init__(
-        self, cluster: Cluster, free_gpus: np.ndarray, free_cores: np.ndarray, tasks: JobTasks
+        self,
+        cluster: Cluster,
+        free_gpus: np.ndarray,
+        free_cores: np.ndarray,
+        tasks: JobTasks,
+        spread: bool = False,
     ) -> None:
         self.cluster = cluster
         self.tasks = tasks
+        self.spread = spread
         self.free_gpus = np.array(free_gpus, dtype=np.int64)
         self.free_cores = np.array(free_cores, dtype=np.float64)
         self.groups = np.full(tasks.count, -1, dtype=np.int64)
 
     @classmethod
-    def on(cls, view: ClusterView, tasks: JobTasks) -> Tentative:
+    def on(cls, view: ClusterView, tasks: JobTasks, spread: bool = False) -> Tentative:
         """An attempt at placing ``tasks`` on what ``view`` has free."""
-        return cls(view.cluster, view.free_gpus, view.free_cores, tasks)
+        return cls(view.cluster, view.free_gpus, view.free_cores, tasks, spread)
 
     @classmethod
     def on_empty(cls, cluster: Cluster, tasks: JobTasks) -> Tentative:
@@ -108,8 +120,9 @@ class Tentative:
         """The group of ``server`` for ``task``, or -1 when none fits.
 
         Preference: a group already holding this job's tasks (talk over PCIe, not QPI),
-        then the tightest fit (fewest free GPUs, keeping whole groups for larger tasks),
-        then the lowest index.
+        then the tightest fit (fewest free GPUs, keeping whole groups for larger tasks) --
+        or, with :attr:`spread`, the most free cores on the group's socket, then the most
+        free GPUs in the group --, then the lowest index.
         """
         cluster = self.cluster
         start, stop = cluster.server_group_offsets[server : server + 2].tolist()
@@ -117,7 +130,7 @@ class Tentative:
         free_gpus = self.free_gpus[start:stop].tolist()
         cores = self.free_cores[cluster.group_socket[start:stop]].tolist()
         hosting = set(self.groups.tolist())
-        offset = _best_offset(free_gpus, cores, hosting, start, need_gpus, need_cpus)
+        offset = _best_offset(free_gpus, cores, hosting, start, need_gpus, need_cpus, self.spread)
         return start + offset if offset >= 0 else -1
 
     def fill_server(self, server: int, tasks: np.ndarray) -> int:
@@ -142,7 +155,9 @@ class Tentative:
                 continue  # an identical task did not fit; neither will this one
             need_gpus, need_cpus = demands[0][task], demands[1][task]
             group_cores = [cores[socket] for socket in sockets]
-            best = _best_offset(free_gpus, group_cores, hosting, start, need_gpus, need_cpus)
+            best = _best_offset(
+                free_gpus, group_cores, hosting, start, need_gpus, need_cpus, self.spread
+            )
             if best < 0:
                 failed_kinds.add(kind)
                 continue
@@ -166,9 +181,11 @@ def _best_offset(
     start: int,
     need_gpus: int,
     need_cpus: float,
+    spread: bool = False,
 ) -> int:
     """Offset (from group ``start``) of a server's group for a task, or -1 when none fits:
-    a group already holding the job's tasks, then the tightest fit, then the lowest index
+    a group already holding the job's tasks, then the tightest fit (or with ``spread`` the
+    most free cores, then GPUs), then the lowest index
     (:meth:`Tentative.best_group_in_server`). ``free_gpus`` and ``group_cores`` (its
     socket's free cores) list the server's groups; a server has a handful of groups, so
     plain Python beats numpy's per-call overhead."""
@@ -176,7 +193,8 @@ def _best_offset(
     for offset, (free, cores) in enumerate(zip(free_gpus, group_cores, strict=True)):
         if free < need_gpus or cores < need_cpus - CORE_TOLERANCE:
             continue
-        key = (start + offset not in hosting, free)
+        elsewhere = start + offset not in hosting
+        key = (elsewhere, -cores, -free) if spread else (elsewhere, free)
         if best_key is None or key < best_key:
             best, best_key = offset, key
     return best

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from envs.schedulers import ClusterView, Packing
+from envs.schedulers import ClusterView, Packing, QuietPacking
 from envs.topology import build_cluster
 
 FREE = [3, 6, 2, 8]
@@ -114,3 +114,44 @@ def test_alike_tasks_take_the_general_steps(server):
             assert fast.tolist() == general.tolist()
             compared += 1
     assert compared > 50
+
+
+def place_quietly(sim, job):
+    groups = QuietPacking().place(sim, job, ClusterView(sim))
+    return None if groups is None else groups.tolist()
+
+
+def test_quiet_packing_takes_packings_servers_and_the_emptier_group(fig2):
+    # Job 0 (2 x 1 GPU) goes to server 2 as with packing, where only group 5 is free.
+    assert place_quietly(fig2, 0) == [5, 5]
+    # Job 1 (4 x 1 GPU) goes to server 1 as with packing, but its first task takes group 3
+    # (4 free GPUs, socket 3's 8 cores free) rather than the tighter group 2 (2 free); the
+    # rest follow it while it has room: a group holding the job comes first.
+    assert place_quietly(fig2, 1) == [3, 3, 3, 3]
+    # 12 GPUs: server 3 takes 8 (its emptier group first, group 6 on a tie: lower index),
+    # then server 1 takes 4, again in its emptier group 3.
+    assert place_quietly(fig2, 2) == [6] * 4 + [7] * 4 + [3, 3, 3, 3]
+
+
+def test_quiet_packing_puts_one_gpu_jobs_on_different_sockets(setup_sim, job_spec):
+    """Two one-GPU jobs on an empty two-socket server: packing stacks them on one socket
+    (the group the first one left tighter), quiet packing gives each its own."""
+    cluster = build_cluster("flat", servers=1, gpus_per_server=8)
+    for rule, second_group in ((Packing(), 0), (QuietPacking(), 1)):
+        setup = setup_sim(cluster, [job_spec(cpus=2), job_spec(cpus=2)])
+        sim = setup.sim
+        first = rule.place(sim, 0, ClusterView(sim))
+        assert first.tolist() == [0]  # a tie of empty groups: the lower index
+        sim.place(0, first)
+        assert rule.place(sim, 1, ClusterView(sim)).tolist() == [second_group]
+
+
+def test_quiet_packing_weighs_the_sockets_free_cores_first(setup_sim, job_spec):
+    """Group 0 has more free GPUs, but its socket's cores are busier: group 1 wins (the
+    free GPUs alone would pick group 0)."""
+    cluster = build_cluster("flat", servers=1, gpus_per_server=8)
+    setup = setup_sim(cluster, [job_spec(cpus=1)], gpu_fillers=1, cpu_fillers=[6, 2])
+    setup.occupy(1, gpus=1, cpus=2)  # group 1: 3 free GPUs; socket 1: 6 of 8 cores free
+    setup.sim.place(setup.cpu_filler(6), [0])  # socket 0: 2 of 8 cores free, 4 GPUs free
+    sim = setup.sim
+    assert place_quietly(sim, 0) == [1]

@@ -39,6 +39,7 @@ PLACEMENTS = (
     "breadth-first",
     "locality",
     "random",
+    "quiet-packing",
 )
 
 
