@@ -52,7 +52,6 @@ from dataclasses import astuple, dataclass, fields, replace
 from typing import Any
 
 import numpy as np
-from scipy.optimize import least_squares
 
 
 @dataclass(frozen=True)
@@ -132,6 +131,10 @@ def fit_interference(
         return model - target
 
     lower = [0.0, 0.0, -np.inf, -np.inf, 0.0, -np.inf, -np.inf]
+    # Imported here: scipy.optimize takes longer to load than the rest of the simulator,
+    # and only fitting needs it.
+    from scipy.optimize import least_squares
+
     fit = least_squares(residuals, start, bounds=(lower, np.inf))
     a1, a2, a3, l1, b1, b2, l2 = fit.x
     # l1 and l2 are not separately identifiable (both constants); keep their sum in l1.
