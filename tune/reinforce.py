@@ -41,7 +41,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
-import scipy.signal
 import torch
 from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.connectors.connector_v2 import ConnectorV2
@@ -163,6 +162,8 @@ def discounted_returns(rewards: Sequence[float] | np.ndarray, gamma: float) -> n
     if not values.size:
         return values
     # The recursion G_t = R_t + gamma G_{t+1}, run backwards as a linear filter.
+    import scipy.signal  # here: it takes about a second to load (envs.cush.core says why)
+
     return scipy.signal.lfilter([1.0], [1.0, -gamma], values[::-1])[::-1]
 
 

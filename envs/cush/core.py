@@ -21,7 +21,6 @@ from collections import deque
 from typing import Any
 
 import numpy as np
-import scipy.signal
 
 from envs.base import EPISODE_OVER
 from envs.cush.alloc import NodeLayout, allocate, penalty
@@ -44,6 +43,10 @@ def eq1_returns(local_rewards: np.ndarray, global_reward: float, gamma: float) -
     rewards = np.asarray(local_rewards, dtype=np.float64)
     if not rewards.size:
         return rewards
+    # Imported here: scipy.signal takes about a second to load, which every program that
+    # merely lists the formulations (simulate.py) would pay.
+    import scipy.signal
+
     discounted = scipy.signal.lfilter([1.0], [1.0, -gamma], rewards[::-1])[::-1]
     return discounted * global_reward
 

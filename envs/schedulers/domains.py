@@ -19,8 +19,6 @@ import weakref
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from envs.topology import Cluster
 
@@ -98,6 +96,11 @@ def _switch_components(cluster: Cluster, level: int) -> np.ndarray:
     cols.append(num_servers + switch_links[both_low, 1])
     row, col = np.concatenate(rows), np.concatenate(cols)
     size = num_servers + num_switches
+    # Imported here: scipy.sparse's graph routines take a quarter second to load, and the
+    # levels are computed once per cluster.
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
     graph = coo_matrix((np.ones(len(row)), (row, col)), shape=(size, size))
     _, labels = connected_components(graph, directed=False)
     return _relabel(labels[:num_servers])

@@ -6,8 +6,6 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import maximum_flow
 
 from envs.topology.cluster import Cluster
 
@@ -79,6 +77,11 @@ def bisection_bandwidth_gbps(cluster: Cluster) -> float:
     )
     caps = np.concatenate([capacity, capacity, np.full(num_servers, unlimited)])
     size = sink + 1
+    # Imported here: loading scipy.sparse's graph routines costs every program that
+    # imports the topologies a quarter second; only this summary needs them.
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_flow
+
     graph = csr_matrix((caps.astype(np.int32), (rows, cols)), shape=(size, size))
     flow = maximum_flow(graph, source, sink)
     return float(flow.flow_value * unit / 1000.0)
