@@ -40,8 +40,9 @@ def fig2(setup_sim, job_spec):
     return sim
 
 
-def place(sim, job):
-    groups = Packing().place(sim, job, ClusterView(sim))
+def place(sim, job, rule=None):
+    """``rule``'s (default: packing's) task groups for ``job`` now, as a list, or None."""
+    groups = (rule or Packing()).place(sim, job, ClusterView(sim))
     return None if groups is None else groups.tolist()
 
 
@@ -117,8 +118,7 @@ def test_alike_tasks_take_the_general_steps(server):
 
 
 def place_quietly(sim, job):
-    groups = QuietPacking().place(sim, job, ClusterView(sim))
-    return None if groups is None else groups.tolist()
+    return place(sim, job, QuietPacking())
 
 
 def test_quiet_packing_takes_packings_servers_and_the_emptier_group(fig2):
