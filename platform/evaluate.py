@@ -95,31 +95,32 @@ def evaluate(args: argparse.Namespace, overrides: list[str], workdir: Path) -> i
         from tune.preflight import check_experiment
 
         check_experiment(experiment)  # nested keys, model/env fit: before Ray, one line
+        from tune.mlflow_tracking import resolve_tracking_uri, tracking_uri_of
+
+        # With --mlflow a store MLflow refuses fails here, not after the evaluation.
+        tracking_uri = resolve_tracking_uri(experiment) if args.mlflow else None
         modules = None
         if args.checkpoint is not None:
-            from tune.mlflow_tracking import resolve_tracking_uri
             from tune.policy_source import policy_modules
             from tune.rllib_config import module_ids
 
             modules = policy_modules(
                 args.checkpoint,
                 module_ids(experiment),
-                resolve_tracking_uri(experiment),
+                tracking_uri or tracking_uri_of(experiment)[0],
                 workdir,
             )
     except (ConfigError, ValueError) as error:
         print(f"evaluate.py: error: {error}", file=sys.stderr)
         return 2
     from tune.evaluation import evaluate_experiment, format_evaluation, statistics_table, summary
-    from tune.mlflow_tracking import resolve_tracking_uri
     from tune.runs import log_evaluation_runs, start_ray
 
     if not args.no_ray:
         start_ray()
     table = evaluate_experiment(experiment, modules)
     info = summary(experiment, table)
-    if args.mlflow:
-        tracking_uri = resolve_tracking_uri(experiment)
+    if tracking_uri is not None:
         checkpoint = args.checkpoint or ""
         log_evaluation_runs(
             experiment, tracking_uri, table, info, params={"checkpoint": checkpoint}

@@ -420,7 +420,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from tune.mlflow_tracking import resolve_tracking_uri, ui_command
 
-    tracking_uri = resolve_tracking_uri(next(iter(configs.values())))
+    try:
+        tracking_uri = resolve_tracking_uri(next(iter(configs.values())))
+    except ConfigError as error:
+        print(f"reproduce.py: error: {error}", file=sys.stderr)
+        return 2
     reports = []
     with tempfile.TemporaryDirectory(prefix="reproduce-") as scratch:
         folder = Path(scratch)

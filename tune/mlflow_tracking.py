@@ -19,10 +19,11 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 from ray import tune as ray_tune
 
-from tune.experiment import ExperimentConfig, flatten
+from tune.experiment import ConfigError, ExperimentConfig, flatten
 from tune.paths import artifact_location, default_tracking_uri, results_root
 
 # Result keys worth a curve, under short MLflow names.
@@ -54,13 +55,36 @@ LEARNER_METRICS = (
 
 def resolve_tracking_uri(experiment: ExperimentConfig) -> str:
     """Config, else ``MLFLOW_TRACKING_URI``, else ``sqlite:///<results root>/mlflow.db``
-    (:mod:`tune.paths`; the folder is created)."""
+    (:mod:`tune.paths`; the folder is created). A file store (``file://`` or a plain path)
+    is a :class:`ConfigError` unless ``MLFLOW_ALLOW_FILE_STORE`` lets MLflow open it: MLflow
+    3 refuses it at the first run it logs, which would be after training."""
+    uri, source = tracking_uri_of(experiment)
+    if source and is_file_store(uri):
+        from mlflow.environment_variables import MLFLOW_ALLOW_FILE_STORE
+
+        if not MLFLOW_ALLOW_FILE_STORE.get():
+            raise ConfigError(
+                f"{source}={uri!r} is MLflow's file store, which this MLflow refuses "
+                f"(maintenance mode); use a database such as {default_tracking_uri()!r}, "
+                "an http(s):// MLflow server, or export MLFLOW_ALLOW_FILE_STORE=true"
+            )
+    return uri
+
+
+def tracking_uri_of(experiment: ExperimentConfig) -> tuple[str, str]:
+    """``(uri, where it was set)`` as :func:`resolve_tracking_uri` finds it, unchecked;
+    the default's source is the empty string."""
     if experiment.tracking.tracking_uri:
-        return experiment.tracking.tracking_uri
+        return experiment.tracking.tracking_uri, "tracking.tracking_uri"
     if os.environ.get("MLFLOW_TRACKING_URI"):
-        return os.environ["MLFLOW_TRACKING_URI"]
+        return os.environ["MLFLOW_TRACKING_URI"], "MLFLOW_TRACKING_URI"
     results_root().mkdir(parents=True, exist_ok=True)
-    return default_tracking_uri()
+    return default_tracking_uri(), ""
+
+
+def is_file_store(uri: str) -> bool:
+    """Whether MLflow keeps ``uri``'s runs in its file store: a ``file:`` URI or a path."""
+    return urlparse(uri).scheme in ("", "file")
 
 
 def ui_command(tracking_uri: str) -> str:

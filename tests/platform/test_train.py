@@ -88,8 +88,13 @@ def test_bad_config_fails_before_ray_starts(tmp_path: Path) -> None:
         ),
         # No machine here has 64 GPUs: the trial would wait for them forever.
         ("resources.num_gpus_per_learner=64", "resources: one trial needs 64 GPUs"),
+        # MLflow would refuse it at the first run it logs, after training.
+        (
+            "tracking.tracking_uri=file:///tmp/podsched-mlruns",
+            "tracking.tracking_uri='file:///tmp/podsched-mlruns' is MLflow's file store",
+        ),
     ],
-    ids=["environment", "algorithm", "resources"],
+    ids=["environment", "algorithm", "resources", "tracking"],
 )
 def test_nested_config_mistakes_fail_before_ray_starts(
     tmp_path: Path, override: str, expected: str

@@ -1,6 +1,9 @@
-"""Which RLlib result numbers become MLflow training curves."""
+"""Which RLlib result numbers become MLflow training curves, run names, resumed runs, and
+which tracking URIs the programs accept."""
 
 from __future__ import annotations
+
+import pytest
 
 from tune.mlflow_tracking import curated_metrics
 
@@ -75,3 +78,50 @@ def test_run_names_say_the_policy_and_the_seeds() -> None:
         "eval-learned-greedy-seeds1000-1002"
     )
     assert evaluation_run_name("fifo+packing", [7]) == "eval-fifo+packing-seed7"
+
+
+def _tracking(uri):
+    from tune.experiment import config_from_dict
+
+    return config_from_dict({"tracking": {"tracking_uri": uri}})
+
+
+@pytest.mark.parametrize("uri", ["file:///tmp/podsched-mlruns", "./mlruns", "/srv/mlruns"])
+def test_a_file_store_is_refused_with_what_is_allowed(monkeypatch, uri) -> None:
+    from tune.experiment import ConfigError
+    from tune.mlflow_tracking import resolve_tracking_uri
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    with pytest.raises(ConfigError) as refused:
+        resolve_tracking_uri(_tracking(uri))
+    message = str(refused.value)
+    assert message.startswith(f"tracking.tracking_uri={uri!r} is MLflow's file store")
+    assert "sqlite:///" in message and "export MLFLOW_ALLOW_FILE_STORE=true" in message
+    # The same URI from the environment names the variable.
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    with pytest.raises(ConfigError, match=r"^MLFLOW_TRACKING_URI="):
+        resolve_tracking_uri(_tracking(None))
+    # MLflow's own switch lets it through, as MLflow then opens it.
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    assert resolve_tracking_uri(_tracking(uri)) == uri
+
+
+@pytest.mark.parametrize(
+    "uri", ["sqlite:////tmp/podsched/mlflow.db", "http://127.0.0.1:5000", "https://mlflow.example"]
+)
+def test_databases_and_servers_pass_unchanged(monkeypatch, uri) -> None:
+    from tune.mlflow_tracking import resolve_tracking_uri
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    assert resolve_tracking_uri(_tracking(uri)) == uri
+
+
+def test_mlflow_itself_refuses_the_file_store(monkeypatch, tmp_path) -> None:
+    """Why the check exists: the pinned MLflow refuses it as soon as a client opens it,
+    which the programs do first when they log (after training)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    with pytest.raises(MlflowException, match="maintenance mode"):
+        MlflowClient(tracking_uri=f"file://{tmp_path / 'mlruns'}").create_experiment("refused")
