@@ -118,7 +118,9 @@ def mlflow_server(tmp_path_factory) -> Iterator[int]:
     server = subprocess.Popen(
         [
             str(Path(sys.executable).parent / "mlflow"),
-            *("server", "--host", "127.0.0.1", "--port", str(port)),
+            # One worker process: MLflow's default of four each import MLflow and open
+            # the store, which costs a busy 2-core machine tens of seconds per server.
+            *("server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"),
             *("--backend-store-uri", f"sqlite:///{folder / 'server.db'}"),
             *("--artifacts-destination", str(folder / "artifacts")),
         ],

@@ -132,7 +132,7 @@ def test_training_logs_everything_to_the_postgres_backed_server(data_root: Path)
     server = subprocess.Popen(
         [
             *(sys.executable, str(PROGRAM), "serve", "--data-dir", str(data_dir)),
-            *("--port", str(port), "--db-port", str(db_port)),
+            *("--port", str(port), "--db-port", str(db_port), "--workers", "1"),
         ],
         stdout=subprocess.PIPE,
         stderr=log,
