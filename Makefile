@@ -29,8 +29,9 @@ demo: $(STAMP)
 # Item._nodeid but not Item.nodeid, and a run of two selected grouped tests ran neither.)
 # A fixed string hash seed: RLlib orders a multi-agent episode's agents by iterating over
 # sets of their names, so an algorithm trained in the test process (the learning test)
-# takes another path, and between 5 and 15 iterations, with every seed the interpreter
-# draws (README "A seed repeats its run"); with one seed a run repeats on one machine.
+# took another path, and another number of iterations, with every seed the interpreter
+# drew (129 s in one CI run, 215 s in the next; README "A seed repeats its run"); with one
+# seed a run repeats on one machine (10 iterations here).
 test: $(STAMP)
 	@mkdir -p $(SCRATCH)
 	PYTHONHASHSEED=0 TMPDIR=$(SCRATCH) $(PY) -m pytest -q -m "not integration" -n auto --maxprocesses 4 --durations=10
