@@ -219,6 +219,10 @@ def _text(error: BaseException) -> str:
 def _quiet_rllib() -> Iterator[None]:
     """RLlib logs a warning per algorithm when a config is built or validated; a check
     that passes should print nothing, and one that fails only its error line."""
+    # Ray sets its loggers' levels when it is first imported ("ray.rllib" to WARNING): a
+    # first import inside this block would undo the silence set below.
+    import ray  # noqa: F401
+
     # RLlib's loggers and Ray's deprecation notices (RLlib builds a deprecated
     # RLModuleConfig of every module it checks).
     loggers = [logging.getLogger(name) for name in ("ray.rllib", "ray._common.deprecation")]

@@ -701,16 +701,31 @@ def _children(process) -> list:
         return []
 
 
-def test_evaluate_checks_the_config_before_ray(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        (
+            ("--set", "model.config.inner_layrs=2"),
+            "model.config (pod_gnn): unknown GNNModelConfig key(s) inner_layrs; "
+            "allowed: hidden, inner_layers,",
+        ),
+        # With --mlflow the store is checked before the evaluation plays, not after it.
+        (
+            ("--mlflow", "--set", "tracking.tracking_uri=./mlruns"),
+            "tracking.tracking_uri='./mlruns' is MLflow's file store",
+        ),
+    ],
+    ids=["model", "tracking"],
+)
+def test_evaluate_checks_the_config_before_ray(
+    tmp_path: Path, arguments: tuple[str, ...], expected: str
+) -> None:
     ray_tmp = tmp_path / "ray"
     result = run_program(
         "platform/evaluate.py",
-        *("--config", str(TINY), "--set", "model.config.inner_layrs=2", "--json"),
+        *("--config", str(TINY), *arguments, "--json"),
         env={"RAY_TMPDIR": str(ray_tmp), "RAY_ADDRESS": ""},
     )
     assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.startswith(
-        "evaluate.py: error: model.config (pod_gnn): unknown GNNModelConfig key(s) inner_layrs; "
-        "allowed: hidden, inner_layers,"
-    )
+    assert result.stderr.startswith(f"evaluate.py: error: {expected}")
     assert result.stderr.count("\n") == 1 and not ray_tmp.exists()
