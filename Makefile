@@ -32,10 +32,11 @@ demo: $(STAMP)
 # took another path, and another number of iterations, with every seed the interpreter
 # drew (129 s in one CI run, 215 s in the next; README "A seed repeats its run"); with one
 # seed a run repeats on one machine (10 iterations here).
+test: export PYTHONHASHSEED := 0
 test: $(STAMP)
 	@mkdir -p $(SCRATCH)
-	PYTHONHASHSEED=0 TMPDIR=$(SCRATCH) $(PY) -m pytest -q -m "not integration" -n auto --maxprocesses 4 --durations=10
-	PYTHONHASHSEED=0 TMPDIR=$(SCRATCH) $(PY) -m pytest -q -m integration -n 2 --durations=15
+	TMPDIR=$(SCRATCH) $(PY) -m pytest -q -m "not integration" -n auto --maxprocesses 4 --durations=10
+	TMPDIR=$(SCRATCH) $(PY) -m pytest -q -m integration -n 2 --durations=15
 	$(PY) -m ruff check .
 
 # The MLflow UI checked in headless Chromium (e2e/test_mlflow_ui.py); not part of `make test`.

@@ -95,21 +95,19 @@ def evaluate(args: argparse.Namespace, overrides: list[str], workdir: Path) -> i
         from tune.preflight import check_experiment
 
         check_experiment(experiment)  # nested keys, model/env fit: before Ray, one line
-        from tune.mlflow_tracking import resolve_tracking_uri, tracking_uri_of
+        from tune.mlflow_tracking import resolve_tracking_uri
+        from tune.policy_source import MLFLOW_SCHEMES
 
-        # With --mlflow a store MLflow refuses fails here, not after the evaluation.
-        tracking_uri = resolve_tracking_uri(experiment) if args.mlflow else None
+        # MLflow is needed to log (--mlflow) or to download the checkpoint; a store it
+        # refuses then fails here, before the evaluation plays.
+        needs_mlflow = args.mlflow or (args.checkpoint or "").startswith(MLFLOW_SCHEMES)
+        tracking_uri = resolve_tracking_uri(experiment) if needs_mlflow else None
         modules = None
         if args.checkpoint is not None:
             from tune.policy_source import policy_modules
             from tune.rllib_config import module_ids
 
-            modules = policy_modules(
-                args.checkpoint,
-                module_ids(experiment),
-                tracking_uri or tracking_uri_of(experiment)[0],
-                workdir,
-            )
+            modules = policy_modules(args.checkpoint, module_ids(experiment), tracking_uri, workdir)
     except (ConfigError, ValueError) as error:
         print(f"evaluate.py: error: {error}", file=sys.stderr)
         return 2
@@ -120,7 +118,7 @@ def evaluate(args: argparse.Namespace, overrides: list[str], workdir: Path) -> i
         start_ray()
     table = evaluate_experiment(experiment, modules)
     info = summary(experiment, table)
-    if tracking_uri is not None:
+    if args.mlflow and tracking_uri is not None:  # resolved above whenever --mlflow
         checkpoint = args.checkpoint or ""
         log_evaluation_runs(
             experiment, tracking_uri, table, info, params={"checkpoint": checkpoint}

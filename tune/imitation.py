@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.discounting import discounted_sums as discounted_returns  # per agent, axis 0
 from tune.experiment import ConfigError, ExperimentConfig
 
 
@@ -111,20 +112,6 @@ class ImitationReport:
                 else ""
             )
         )
-
-
-def discounted_returns(rewards: np.ndarray, gamma: float) -> np.ndarray:
-    """``G_t = r_t + gamma * G_{t+1}`` along axis 0 of ``rewards`` ``[T, ...]``.
-
-    ``r_t`` is the reward the environment paid for the actions of step ``t``; the episode
-    ends after the last row (a truncated episode is treated as ended too).
-    """
-    returns = np.zeros_like(rewards, dtype=np.float64)
-    following = np.zeros(rewards.shape[1:], dtype=np.float64)
-    for step in range(len(rewards) - 1, -1, -1):
-        following = rewards[step] + gamma * following
-        returns[step] = following
-    return returns
 
 
 def record_trajectories(

@@ -58,8 +58,14 @@ def resolve_tracking_uri(experiment: ExperimentConfig) -> str:
     (:mod:`tune.paths`; the folder is created). A file store (``file://`` or a plain path)
     is a :class:`ConfigError` unless ``MLFLOW_ALLOW_FILE_STORE`` lets MLflow open it: MLflow
     3 refuses it at the first run it logs, which would be after training."""
-    uri, source = tracking_uri_of(experiment)
-    if source and is_file_store(uri):
+    if experiment.tracking.tracking_uri:
+        uri, source = experiment.tracking.tracking_uri, "tracking.tracking_uri"
+    elif os.environ.get("MLFLOW_TRACKING_URI"):
+        uri, source = os.environ["MLFLOW_TRACKING_URI"], "MLFLOW_TRACKING_URI"
+    else:
+        results_root().mkdir(parents=True, exist_ok=True)
+        return default_tracking_uri()
+    if is_file_store(uri):
         from mlflow.environment_variables import MLFLOW_ALLOW_FILE_STORE
 
         if not MLFLOW_ALLOW_FILE_STORE.get():
@@ -69,17 +75,6 @@ def resolve_tracking_uri(experiment: ExperimentConfig) -> str:
                 "an http(s):// MLflow server, or export MLFLOW_ALLOW_FILE_STORE=true"
             )
     return uri
-
-
-def tracking_uri_of(experiment: ExperimentConfig) -> tuple[str, str]:
-    """``(uri, where it was set)`` as :func:`resolve_tracking_uri` finds it, unchecked;
-    the default's source is the empty string."""
-    if experiment.tracking.tracking_uri:
-        return experiment.tracking.tracking_uri, "tracking.tracking_uri"
-    if os.environ.get("MLFLOW_TRACKING_URI"):
-        return os.environ["MLFLOW_TRACKING_URI"], "MLFLOW_TRACKING_URI"
-    results_root().mkdir(parents=True, exist_ok=True)
-    return default_tracking_uri(), ""
 
 
 def is_file_store(uri: str) -> bool:

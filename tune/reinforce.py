@@ -49,6 +49,7 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
 from envs.cush.returns import JSM_HEAD, head_returns
+from envs.discounting import discounted_sums as discounted_returns  # 003 Alg. 1 line 10
 from tune.ppo_learner import LeanPPOTorchLearner
 
 __all__ = [
@@ -153,18 +154,6 @@ class ReinforceSettings:
 
 
 # -- the arithmetic (numpy) ---------------------------------------------------------------
-
-
-def discounted_returns(rewards: Sequence[float] | np.ndarray, gamma: float) -> np.ndarray:
-    """``G_t = sum_{k>=t} gamma^(k-t) R_k`` for every t of one whole episode (003 Alg. 1
-    line 10), float64."""
-    values = np.asarray(rewards, dtype=np.float64)
-    if not values.size:
-        return values
-    # The recursion G_t = R_t + gamma G_{t+1}, run backwards as a linear filter.
-    import scipy.signal  # here: it takes about a second to load (envs.cush.core says why)
-
-    return scipy.signal.lfilter([1.0], [1.0, -gamma], values[::-1])[::-1]
 
 
 def timestep_baseline(returns: Sequence[np.ndarray]) -> np.ndarray:

@@ -26,6 +26,7 @@ from envs.base import EPISODE_OVER
 from envs.cush.alloc import NodeLayout, allocate, penalty
 from envs.cush.config import ALLOCATION_POLICIES, JOB_TYPES, CuSHConfig
 from envs.cush.jobs import JobSet, job_set_workload
+from envs.discounting import discounted_sums
 from envs.sim import JobStatus, SimulationResult, Simulator, SimulatorConfig
 from envs.topology import Cluster, build_cluster
 
@@ -40,15 +41,7 @@ def cush_cluster(server: str, nodes: int) -> Cluster:
 
 def eq1_returns(local_rewards: np.ndarray, global_reward: float, gamma: float) -> np.ndarray:
     """004 eq. 1 (Alg. 1 line 10): ``v_t = (sum_{i>=t} gamma^(i-t) r_i) x r_g`` for every t."""
-    rewards = np.asarray(local_rewards, dtype=np.float64)
-    if not rewards.size:
-        return rewards
-    # Imported here: scipy.signal takes about a second to load, which every program that
-    # merely lists the formulations (simulate.py) would pay.
-    import scipy.signal
-
-    discounted = scipy.signal.lfilter([1.0], [1.0, -gamma], rewards[::-1])[::-1]
-    return discounted * global_reward
+    return discounted_sums(local_rewards, gamma) * global_reward
 
 
 class CuSHCore:
