@@ -54,6 +54,17 @@ def default_config(name: str) -> Any:
     return DQNConfig()
 
 
+def algorithm_class(name: str) -> type:
+    """RLlib's Algorithm class of the named algorithm, for Tune.
+
+    Tune is given the class, not the name: looking a name up makes Tune import every
+    algorithm RLlib registers, and DreamerV3's module builds a CartPole at import whose
+    Gymnasium warnings ("Box low's precision lowered", "The obs returned by the `reset()`
+    method is not within the observation space") read as if podsched's environment broke
+    its own space."""
+    return default_config(name).algo_class
+
+
 def algorithm_config(
     experiment: ExperimentConfig, seed: int | None = None, warm_start_path: str | None = None
 ) -> Any:

@@ -85,9 +85,10 @@ def make_tuner(
     from ray import tune as ray_tune
 
     from tune.mlflow_tracking import MLflowTrialCallback
+    from tune.rllib_config import algorithm_class
 
     return ray_tune.Tuner(
-        experiment.algorithm.name,
+        algorithm_class(experiment.algorithm.name),
         param_space=param_space,
         tune_config=tune_config,
         run_config=ray_tune.RunConfig(
@@ -116,12 +117,14 @@ def restore_tuner(
     finish its unfinished and errored trials; :class:`ConfigError` when there is none."""
     from ray import tune as ray_tune
 
+    from tune.rllib_config import algorithm_class
+
     experiment_dir = storage_join(storage, name or experiment.name)
     if not ray_tune.Tuner.can_restore(experiment_dir):
         raise ConfigError(f"--resume: no interrupted experiment at {experiment_dir}")
     return ray_tune.Tuner.restore(
         experiment_dir,
-        trainable=experiment.algorithm.name,
+        trainable=algorithm_class(experiment.algorithm.name),
         param_space=param_space,
         resume_unfinished=True,
         resume_errored=True,

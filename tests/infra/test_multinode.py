@@ -33,11 +33,16 @@ ROOT = Path(__file__).resolve().parents[2]
 HELPER = Path(__file__).with_name("ray_cluster_helper.py")
 TINY = ROOT / "tests" / "data" / "configs" / "tiny.yaml"
 DEMO = ROOT / "tune" / "configs" / "demo.yaml"
-# The demo on 1-CPU nodes, at a budget of seconds: a one-CPU learner, a checkpoint every
-# iteration, the warm start on two recorded episodes (evaluation is skipped).
+# The demo on 1-CPU nodes, at a budget of seconds: a one-CPU learner, iterations of 400 env
+# steps and one pass of two minibatches, a checkpoint every iteration, the warm start on
+# two recorded episodes (evaluation is skipped).
 DEMO_ON_SMALL_NODES = (
     "resources.num_env_runners=2",
+    "resources.num_envs_per_env_runner=4",
     "resources.num_cpus_per_learner=1",
+    "algorithm.train_batch_size=400",
+    "algorithm.minibatch_size=200",
+    "algorithm.num_epochs=1",
     "checkpoint.frequency=1",
     "checkpoint.max_failures=1",
     "warm_start.episodes=2",

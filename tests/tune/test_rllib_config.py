@@ -7,7 +7,7 @@ import contextlib
 import pytest
 
 from tune.experiment import config_from_dict
-from tune.rllib_config import algorithm_config
+from tune.rllib_config import algorithm_class, algorithm_config
 
 SMALL_POD = {
     "name": "small-pod",
@@ -29,6 +29,14 @@ def test_resources_reach_rllib() -> None:
     assert config.num_envs_per_env_runner == 2
     assert config.num_cpus_per_learner == 2
     assert config.episodes_to_numpy is False
+
+
+def test_tune_gets_each_algorithm_as_its_class() -> None:
+    from ray.rllib.algorithms.appo import APPO
+    from ray.rllib.algorithms.dqn import DQN
+    from ray.rllib.algorithms.ppo import PPO
+
+    assert [algorithm_class(name) for name in ("PPO", "APPO", "DQN")] == [PPO, APPO, DQN]
 
 
 @pytest.mark.integration
