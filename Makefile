@@ -21,12 +21,10 @@ demo: $(STAMP)
 	$(PY) platform/simulate.py describe --topology fat-tree --k 4
 	TMPDIR=$(SCRATCH) $(PY) platform/train.py --config tune/configs/demo.yaml
 
-# The integration tests run two at a time: much of each is one process importing Ray and
-# torch, or waiting for a service to start, so two overlap (on 2 cores 968 s against 1,383 s
-# one at a time; three at a time overloaded the cores). Even two leave about a third of the
-# cores idle, so the unit tests run beside them at the lowest CPU priority (nice 19: a
-# process that takes only what the others leave) and their report follows the integration
-# tests'. Each worker starts the session's shared services (tests/conftest.py) it needs.
+# The unit tests run on every core (pytest-xdist, at most 4 workers). The integration tests
+# run two at a time: much of each is one process importing Ray and torch, or waiting for a
+# service to start, so two overlap (on 2 cores 968 s against 1,383 s one at a time). Each
+# worker starts the session's shared services (tests/conftest.py) it needs itself.
 # (Not --dist loadgroup: with pytest 9.2 and pytest-xdist 3.8 a group's suffix reaches
 # Item._nodeid but not Item.nodeid, and a run of two selected grouped tests ran neither.)
 # A fixed string hash seed: RLlib orders a multi-agent episode's agents by iterating over
@@ -37,13 +35,8 @@ demo: $(STAMP)
 test: export PYTHONHASHSEED := 0
 test: $(STAMP)
 	@mkdir -p $(SCRATCH)
-	@TMPDIR=$(SCRATCH) nice -n 19 $(PY) -m pytest -q -m "not integration" -n 2 --durations=10 \
-		> $(SCRATCH)/unit-tests.log 2>&1 & unit=$$!; \
-	echo "unit tests: running beside the integration tests at nice 19 (report below)"; \
-	TMPDIR=$(SCRATCH) $(PY) -m pytest -q -m integration -n 2 --durations=15; integration=$$?; \
-	wait $$unit; unit=$$?; \
-	echo "---- unit tests ($(SCRATCH)/unit-tests.log) ----"; cat $(SCRATCH)/unit-tests.log; \
-	test $$integration -eq 0 && test $$unit -eq 0
+	TMPDIR=$(SCRATCH) $(PY) -m pytest -q -m "not integration" -n auto --maxprocesses 4 --durations=10
+	TMPDIR=$(SCRATCH) $(PY) -m pytest -q -m integration -n 2 --durations=15
 	$(PY) -m ruff check .
 
 # The MLflow UI checked in headless Chromium (e2e/test_mlflow_ui.py); not part of `make test`.
