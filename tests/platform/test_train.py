@@ -599,31 +599,6 @@ def test_training_rides_out_an_mlflow_outage(tmp_path: Path, gated_mlflow) -> No
 
 
 @pytest.mark.integration
-def test_logging_to_a_real_mlflow_server(tmp_path: Path, mlflow_server: int) -> None:
-    # The session's `mlflow server` (tests/conftest.py), in an experiment of this test's own.
-    uri = f"http://127.0.0.1:{mlflow_server}"
-    result = run_program(
-        "platform/train.py",
-        *("--config", str(TINY), "--storage", str(tmp_path / "results"), "--json"),
-        *("--stop-iters", "1", "--set", f"tracking.tracking_uri={uri}"),
-        *("--set", "tracking.experiment=tiny-on-a-server"),
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    runs = runs_of(uri, "tiny-on-a-server")
-    policies = {run.data.tags.get("policy") for run in runs}
-    assert {"learned-sampled", "fifo+packing"} <= policies
-    learned = next(
-        r
-        for r in runs
-        if r.data.tags.get("stage") == "evaluation" and r.data.tags["policy"] == "learned-greedy"
-    )
-    assert {a.path for a in client(uri).list_artifacts(learned.info.run_id)} >= {
-        "config.yaml",
-        "jct_cdf.png",
-    }
-
-
-@pytest.mark.integration
 def test_ray_job_submit_on_a_real_head(tmp_path: Path) -> None:
     import psutil
 
