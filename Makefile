@@ -23,8 +23,12 @@ demo: $(STAMP)
 
 # The unit tests run on every core (pytest-xdist, at most 4 workers). The integration tests
 # run two at a time: much of each is one process importing Ray and torch, or waiting for a
-# service to start, so two overlap (on 2 cores 968 s against 1,383 s one at a time). Each
-# worker starts the session's shared services (tests/conftest.py) it needs itself.
+# service to start, so two overlap (on 2 cores 968 s against 1,383 s one at a time). Tried
+# and dropped on the slower 2 GHz machine: three at a time (the cores overloaded: 16 of 37
+# tests done after 16 min), and the unit tests beside the integration tests at nice 19
+# (1,301 s in all against 1,233 s in sequence: Ray runs its workers at nice 15, so they
+# shared the cores with the unit tests after all). Each worker starts the session's
+# shared services (tests/conftest.py) it needs itself.
 # (Not --dist loadgroup: with pytest 9.2 and pytest-xdist 3.8 a group's suffix reaches
 # Item._nodeid but not Item.nodeid, and a run of two selected grouped tests ran neither.)
 # A fixed string hash seed: RLlib orders a multi-agent episode's agents by iterating over

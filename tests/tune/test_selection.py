@@ -24,7 +24,7 @@ ENV = {
     "topology_params": {"racks": [2, 2]},
     "num_jobs": 6,
     "reward": "jct",
-    "horizon_intervals": 30,
+    "horizon_intervals": 10,
 }
 SMALL = {"hidden": 8, "inner_layers": 1, "inter_layers": 1, "encoder_hidden": 16, "head_hidden": 16}
 
