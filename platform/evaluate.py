@@ -118,7 +118,7 @@ def evaluate(args: argparse.Namespace, overrides: list[str], workdir: Path) -> i
         start_ray()
     table = evaluate_experiment(experiment, modules)
     info = summary(experiment, table)
-    if args.mlflow and tracking_uri is not None:  # resolved above whenever --mlflow
+    if args.mlflow:  # tracking_uri was resolved (and checked) above
         checkpoint = args.checkpoint or ""
         log_evaluation_runs(
             experiment, tracking_uri, table, info, params={"checkpoint": checkpoint}

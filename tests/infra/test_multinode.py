@@ -27,27 +27,21 @@ from typing import Any
 
 import pytest
 
+from tests.infra.test_team_mlflow import DEMO_TRAINING_IN_SECONDS
 from tune.env_runner import LeanMultiAgentEnvRunner
 
 ROOT = Path(__file__).resolve().parents[2]
 HELPER = Path(__file__).with_name("ray_cluster_helper.py")
 TINY = ROOT / "tests" / "data" / "configs" / "tiny.yaml"
 DEMO = ROOT / "tune" / "configs" / "demo.yaml"
-# The demo on 1-CPU nodes, at a budget of seconds: a one-CPU learner, iterations of 400 env
-# steps and one pass of two minibatches, a checkpoint every iteration, the warm start on
-# two recorded episodes (evaluation is skipped).
+# The demo's training at a budget of seconds on 1-CPU nodes: two remote env runners, a
+# one-CPU learner, a checkpoint every iteration (evaluation is skipped).
 DEMO_ON_SMALL_NODES = (
+    *DEMO_TRAINING_IN_SECONDS,
     "resources.num_env_runners=2",
-    "resources.num_envs_per_env_runner=4",
     "resources.num_cpus_per_learner=1",
-    "algorithm.train_batch_size=400",
-    "algorithm.minibatch_size=200",
-    "algorithm.num_epochs=1",
     "checkpoint.frequency=1",
     "checkpoint.max_failures=1",
-    "warm_start.episodes=2",
-    "warm_start.heldout_episodes=1",
-    "warm_start.epochs=1",
 )
 #: The env runner actor class tune installs for the multi-agent environment
 #: (pod_scheduling_v0; tune/env_runner.py).
