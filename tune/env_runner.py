@@ -46,6 +46,8 @@ class LeanMultiAgentEnvRunner(MultiAgentEnvRunner):
     call with their totals (see the module docstring)."""
 
     _unlogged: _SampledCounts | None = None
+    # Processes that step the sub-environments, this one included (env_runner_class).
+    env_processes = 1
 
     def _sample(self, **kwargs: Any) -> Any:
         self._unlogged = _SampledCounts()
@@ -88,3 +90,75 @@ class LeanMultiAgentEnvRunner(MultiAgentEnvRunner):
         for module_id, steps in counts.module_steps.items():
             log((NUM_MODULE_STEPS_SAMPLED, module_id), steps, reduce="sum")
             log((NUM_MODULE_STEPS_SAMPLED_LIFETIME, module_id), steps, reduce="lifetime_sum")
+
+    def make_env(self) -> None:
+        """RLlib's ``make_env``, with the sub-environments stepped by ``env_processes``
+        processes (:class:`tune.process_vector_env.ProcessVectorMultiAgentEnv`) where the
+        runner's class asks for more than one (:func:`env_runner_class`)."""
+        if self.env_processes == 1:
+            super().make_env()
+            return
+        import gymnasium as gym
+        from ray.rllib.callbacks.utils import make_callback
+        from ray.rllib.env.env_context import EnvContext
+        from ray.rllib.utils.pre_checks.env import check_multiagent_environments
+        from ray.tune.registry import ENV_CREATOR, _global_registry
+
+        from tune.process_vector_env import ProcessVectorMultiAgentEnv
+
+        if self.env is not None:
+            self.env.close()
+            self.env = None
+        env_context = self.config.env_config
+        if not isinstance(env_context, EnvContext):
+            env_context = EnvContext(
+                env_context,
+                worker_index=self.worker_index,
+                num_workers=self.config.num_env_runners,
+                remote=self.config.remote_worker_envs,
+            )
+        creator = _global_registry.get(ENV_CREATOR, self.config.env)
+        gym.register(
+            LOCAL_ENV_ID, entry_point=lambda: creator(env_context), disable_env_checker=True
+        )
+        self.env = ProcessVectorMultiAgentEnv(
+            self.config.env,
+            dict(env_context),
+            make_local=lambda: gym.make(LOCAL_ENV_ID),
+            num_envs=self.config.num_envs_per_env_runner,
+            processes=self.env_processes,
+        )
+        self.num_envs = self.env.num_envs
+        if not self.config.disable_env_checking:
+            for env in self.env.envs:
+                check_multiagent_environments(env.unwrapped)
+        self._needs_initial_reset = True
+        make_callback(
+            "on_environment_created",
+            callbacks_objects=self._callbacks,
+            callbacks_functions=self.config.callbacks_on_environment_created,
+            kwargs=dict(
+                env_runner=self,
+                metrics_logger=self.metrics,
+                env=self.env.unwrapped,
+                env_context=env_context,
+            ),
+        )
+
+
+def env_runner_class(env_processes: int) -> type[LeanMultiAgentEnvRunner]:
+    """The lean runner whose sub-environments ``env_processes`` processes step (1: the
+    runner's own process alone, RLlib's vector env)."""
+    if env_processes == 1:
+        return LeanMultiAgentEnvRunner
+    if env_processes not in _RUNNER_CLASSES:
+        _RUNNER_CLASSES[env_processes] = type(
+            f"LeanMultiAgentEnvRunner{env_processes}Processes",
+            (LeanMultiAgentEnvRunner,),
+            {"env_processes": env_processes, "__module__": __name__},
+        )
+    return _RUNNER_CLASSES[env_processes]
+
+
+LOCAL_ENV_ID = "podsched-multi-agent-env-v0"
+_RUNNER_CLASSES: dict[int, type[LeanMultiAgentEnvRunner]] = {}

@@ -179,10 +179,21 @@ class ResourcesSection:
     # gives that many torch threads (OMP_NUM_THREADS); 1 leaves a 2-core machine's second
     # core idle while the local learner trains.
     num_cpus_per_learner: int = 1
+    # Processes that step each env runner's sub-environments at once, the runner's own
+    # included (multi-agent environments; tune/process_vector_env.py): 2 puts a 2-core
+    # machine's idle core to work while the demo's local runner samples.
+    env_processes: int = 1
 
     def __post_init__(self) -> None:
         _positive_int("resources.num_env_runners", self.num_env_runners, 0)
         _positive_int("resources.num_envs_per_env_runner", self.num_envs_per_env_runner)
+        _positive_int("resources.env_processes", self.env_processes)
+        if self.env_processes > self.num_envs_per_env_runner:
+            raise ConfigError(
+                f"resources.env_processes ({self.env_processes}) must not exceed "
+                f"resources.num_envs_per_env_runner ({self.num_envs_per_env_runner}): "
+                "each process steps at least one environment"
+            )
         _positive_int("resources.num_cpus_per_env_runner", self.num_cpus_per_env_runner)
         _positive_int("resources.num_learners", self.num_learners, 0)
         _positive_int("resources.num_cpus_per_learner", self.num_cpus_per_learner)

@@ -96,11 +96,12 @@ def algorithm_config(
         episodes_to_numpy=False,
     )
     if experiment.environment.name in MULTI_AGENT_ENVIRONMENTS:
-        from tune.env_runner import LeanMultiAgentEnvRunner
+        from tune.env_runner import env_runner_class
 
         config = config.callbacks(on_environment_created=share_observations)
-        # The sampling counters summed per sample call (tune/env_runner.py).
-        config = config.env_runners(env_runner_cls=LeanMultiAgentEnvRunner)
+        # The sampling counters summed per sample call, the sub-environments stepped by
+        # resources.env_processes processes (tune/env_runner.py).
+        config = config.env_runners(env_runner_cls=env_runner_class(resources.env_processes))
         # Its actions are Discrete, which unsquashing leaves as they are: without it the
         # module-to-env pipeline skips a deep copy of every step's actions and a pass
         # over them per agent.

@@ -39,6 +39,7 @@ DEMO = ROOT / "tune" / "configs" / "demo.yaml"
 DEMO_ON_SMALL_NODES = (
     *DEMO_TRAINING_IN_SECONDS,
     "resources.num_env_runners=2",
+    "resources.env_processes=1",
     "resources.num_cpus_per_learner=1",
     "checkpoint.frequency=1",
     "checkpoint.max_failures=1",

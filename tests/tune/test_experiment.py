@@ -84,6 +84,12 @@ def test_overrides_reach_nested_keys() -> None:
             {"resources": {"num_env_runners": -1}},
             r"resources.num_env_runners must be an integer >= 0",
         ),
+        ({"resources": {"env_processes": 0}}, r"resources.env_processes must be an integer >= 1"),
+        (
+            {"resources": {"num_envs_per_env_runner": 2, "env_processes": 3}},
+            r"resources.env_processes \(3\) must not exceed resources.num_envs_per_env_runner "
+            r"\(2\): each process steps at least one environment",
+        ),
     ],
 )
 def test_bad_configs_name_the_key(data: dict, message: str) -> None:

@@ -124,6 +124,42 @@ def test_the_lean_runner_samples_and_counts_as_rllibs_own(ray_local) -> None:
 
 
 @pytest.mark.integration
+def test_a_runner_with_helper_processes_samples_as_one_alone(ray_local) -> None:
+    from tune.process_vector_env import ProcessVectorMultiAgentEnv
+
+    short = {**SMALL_POD, "environment": {"config": SHORT_EPISODES}}
+    alone = config_from_dict(short)
+    helped = config_from_dict(
+        {**short, "resources": {**SMALL_POD["resources"], "env_processes": 2}}
+    )
+    config = algorithm_config(helped, seed=0)
+    assert config.env_runner_cls.env_processes == 2
+    algo = config.build_algo()
+    try:
+        env = algo.env_runner.env
+        assert isinstance(env, ProcessVectorMultiAgentEnv) and env.processes == 2
+        assert env.copy is False  # RLlib's on_environment_created callback reached it
+        helpers = [helper.process for helper in env._helpers]
+    finally:
+        algo.stop()
+    assert [process.poll() for process in helpers] == [0]  # stopping the algorithm ends them
+    episodes, actions, counters = sampled(algorithm_config(helped, seed=0))
+    alone_episodes, alone_actions, alone_counters = sampled(algorithm_config(alone, seed=0))
+    # The second environment stepped in the helper: the same actions, rewards and counters.
+    assert actions == alone_actions and counters == alone_counters
+
+    def rewards(sampled_episodes: list) -> list:
+        return [
+            [float(r) for r in episode.agent_episodes[agent].get_rewards()]
+            for episode in sampled_episodes
+            for agent in sorted(episode.agent_episodes)
+        ]
+
+    assert rewards(episodes) == rewards(alone_episodes)
+    assert counters["num_episodes"] >= 1
+
+
+@pytest.mark.integration
 def test_the_lean_runner_counts_finished_episodes(ray_local) -> None:
     # The counts against a recount of the episodes sampled.
     experiment = config_from_dict({**SMALL_POD, "environment": {"config": SHORT_EPISODES}})
