@@ -187,7 +187,7 @@ class ProcessVectorMultiAgentEnv(SyncVectorMultiAgentEnv):
                     seed=seeds[index], options=options
                 )
         finally:
-            replies = [helper.receive() for helper in self._helpers]
+            replies = self._receive_all()
         self._autoreset_local[:] = False
         for helper, (packed, infos) in zip(self._helpers, replies, strict=True):
             self._observations[helper.start : helper.stop] = unpack_observations(packed)
@@ -202,9 +202,7 @@ class ProcessVectorMultiAgentEnv(SyncVectorMultiAgentEnv):
             for index in self._local:
                 self._step_local(index, actions[index])
         finally:
-            # Every helper's reply is read, even after a local failure, so that the next
-            # request is not answered with this step's reply.
-            replies = [helper.receive() for helper in self._helpers]
+            replies = self._receive_all()
         for helper, reply in zip(self._helpers, replies, strict=True):
             packed, rewards, terminations, truncations, infos = reply
             span = slice(helper.start, helper.stop)
@@ -220,6 +218,20 @@ class ProcessVectorMultiAgentEnv(SyncVectorMultiAgentEnv):
             np.copy(self._truncations),
             np.copy(self._infos),
         )
+
+    def _receive_all(self) -> list[Any]:
+        """Every helper's reply to the request just sent. All are read before the first
+        error is raised (a local failure may be in flight too), so that no helper's next
+        request is answered with this one's reply."""
+        replies, errors = [], []
+        for helper in self._helpers:
+            try:
+                replies.append(helper.receive())
+            except RuntimeError as error:
+                errors.append(error)
+        if errors:
+            raise errors[0]
+        return replies
 
     def _step_local(self, index: int, action: dict[str, Any]) -> None:
         """``SyncVectorMultiAgentEnv.step`` for one of the runner's own sub-environments."""
