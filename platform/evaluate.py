@@ -92,16 +92,15 @@ def evaluate(args: argparse.Namespace, overrides: list[str], workdir: Path) -> i
     """Check the config, fetch the policy (into ``workdir``), play and report."""
     try:
         experiment = load_config(args.config, overrides)
-        from tune.preflight import check_experiment
-
-        check_experiment(experiment)  # nested keys, model/env fit: before Ray, one line
         from tune.mlflow_tracking import resolve_tracking_uri
         from tune.policy_source import MLFLOW_SCHEMES
+        from tune.preflight import check_experiment
 
         # MLflow is needed to log (--mlflow) or to download the checkpoint; a store it
-        # refuses then fails here, before the evaluation plays.
+        # refuses then fails here, in milliseconds, before the preflight and the evaluation.
         needs_mlflow = args.mlflow or (args.checkpoint or "").startswith(MLFLOW_SCHEMES)
         tracking_uri = resolve_tracking_uri(experiment) if needs_mlflow else None
+        check_experiment(experiment)  # nested keys, model/env fit: before Ray, one line
         modules = None
         if args.checkpoint is not None:
             from tune.policy_source import policy_modules

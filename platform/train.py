@@ -336,8 +336,10 @@ def main(argv: list[str] | None = None) -> int:
         from tune.preflight import check_experiment
         from tune.runs import start_ray_for
 
-        check_experiment(experiment)
+        # The tracking store first: it answers in milliseconds, the preflight (which
+        # imports RLlib and builds the environment and the model) in seconds.
         tracking_uri = resolve_tracking_uri(experiment)
+        check_experiment(experiment)
         start_ray_for(experiment, tracking_uri)
     except (ConfigError, ValueError) as error:
         print(f"train.py: error: {error}", file=sys.stderr)

@@ -85,9 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         from tune.runs import start_ray_for
         from tune.search import check_sweep
 
+        tracking_uri = resolve_tracking_uri(experiment)  # milliseconds, the preflight seconds
         check_experiment(experiment)
         check_sweep(experiment)
-        tracking_uri = resolve_tracking_uri(experiment)
         start_ray_for(experiment, tracking_uri)
     except (ConfigError, ValueError) as error:
         print(f"sweep.py: error: {error}", file=sys.stderr)

@@ -116,6 +116,20 @@ def test_nested_config_mistakes_fail_before_ray_starts(
     assert not ray_tmp.exists() and not (tmp_path / "results").exists()
 
 
+def test_the_tracking_store_is_checked_before_the_preflight(tmp_path: Path) -> None:
+    # Both are wrong: the store is judged first (milliseconds; the preflight imports RLlib
+    # and builds the environment and the model).
+    result = run_program(
+        "platform/train.py",
+        *("--config", str(TINY), "--storage", str(tmp_path / "results")),
+        *("--set", "tracking.tracking_uri=file:///tmp/podsched-mlruns"),
+        *("--set", "environment.config.reward=jtc"),
+        env={"RAY_TMPDIR": str(tmp_path / "ray"), "RAY_ADDRESS": ""},
+    )
+    assert result.returncode == 2
+    assert "is MLflow's file store" in result.stderr and "reward" not in result.stderr
+
+
 @pytest.mark.integration
 def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
