@@ -37,8 +37,9 @@ GOAL_ENV_STEPS_PER_S = 500.0
 # in minibatches of 200 agent steps, and the learner gets both cores as in the demo.
 CASES: dict[str, tuple[str, list[str]]] = {
     "demo-0": ("demo.yaml", ["resources.num_env_runners=0"]),
-    # Remote runners step their environments alone: two of them already fill both cores.
-    "demo-1": ("demo.yaml", ["resources.num_env_runners=1", "resources.env_processes=1"]),
+    # One remote runner keeps the demo's helper process (the learner waits while it
+    # samples); two runners already fill both cores, so each steps its environments alone.
+    "demo-1": ("demo.yaml", ["resources.num_env_runners=1"]),
     "demo-2": ("demo.yaml", ["resources.num_env_runners=2", "resources.env_processes=1"]),
     "k20": (
         "fattree_k20.yaml",

@@ -205,8 +205,13 @@ def _demand(resources: Any) -> str:
     return ", ".join(
         f"{field.name}={getattr(resources, field.name)}"
         for field in dataclasses.fields(resources)
-        if field.name != "num_envs_per_env_runner"
+        if field.name not in NOT_REQUESTED
     )
+
+
+# Resource settings Ray's request does not count: environments per runner, and the helper
+# processes that step them (they use the runner's idle time, not a CPU of their own).
+NOT_REQUESTED = ("num_envs_per_env_runner", "env_processes")
 
 
 def _text(error: BaseException) -> str:
