@@ -87,29 +87,59 @@ def unpack_observations(packed: PackedObservations) -> list[dict[str, dict[str, 
     return observations
 
 
-def all_done(flags: dict[str, bool]) -> dict[str, bool]:
-    """``flags`` with RLlib's ``"__all__"`` key: every agent's flag set (as RLlib's
-    ``ParallelPettingZooEnv`` computes it)."""
-    return {**flags, "__all__": all(flags.values())}
+class RLlibView:
+    """A PettingZoo parallel environment answering as RLlib's ``ParallelPettingZooEnv``
+    wraps it (which this process cannot import without Ray): reset once without a seed when
+    built, infos ``{}`` for none, and the ``"__all__"`` flags (every agent's flag set)."""
+
+    def __init__(self, environment: Any) -> None:
+        self.par_env = environment
+        self.possible_agents = environment.possible_agents
+        environment.reset()
+
+    @property
+    def unwrapped(self) -> RLlibView:
+        """Itself, as RLlib's wrapper is the innermost environment RLlib sees."""
+        return self
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:
+        """The environment's reset, infos ``{}`` for none."""
+        observation, info = self.par_env.reset(seed=seed, options=options)
+        return observation, info or {}
+
+    def step(self, actions: dict[str, Any]) -> tuple:
+        """The environment's step, its flags with ``"__all__"``."""
+        observation, reward, terminated, truncated, info = self.par_env.step(actions)
+        terminated = {**terminated, "__all__": all(terminated.values())}
+        truncated = {**truncated, "__all__": all(truncated.values())}
+        return observation, reward, terminated, truncated, info
 
 
-def make_served_env(name: str, config: dict[str, Any]) -> Any:
-    """A PettingZoo environment as RLlib's ``ParallelPettingZooEnv`` holds it: built, then
-    reset once without a seed (as that wrapper's constructor does), so the helper's
-    environments see exactly the calls of the runner's own."""
-    from envs import make_env
-
-    environment = make_env(name, **config)
-    environment.reset()
-    return environment
+def step_or_reset(env: Any, action: dict[str, Any], ended: bool) -> tuple:
+    """One sub-environment's turn as RLlib's ``SyncVectorMultiAgentEnv`` takes it with
+    ``autoreset_mode="next_step"``: reset (zero rewards, no flags) when its episode ended
+    on the previous step, else step. Returns the five results and whether it ended now.
+    Both sides of the pipe step their environments with it."""
+    if ended:
+        observation, info = env.reset()
+        agents = env.unwrapped.possible_agents
+        reward = dict.fromkeys(agents, 0.0)
+        terminated = {**dict.fromkeys(agents, False), "__all__": False}
+        truncated = {**dict.fromkeys(agents, False), "__all__": False}
+    else:
+        observation, reward, terminated, truncated, info = env.step(action)
+    ended = terminated["__all__"] or truncated.get("__all__", False)
+    return observation, reward, terminated, truncated, info, ended
 
 
 class ServedEnvironments:
-    """The helper's environments and their next-step autoreset state."""
+    """The helper's environments and which of them ended their episode last step."""
 
     def __init__(self, name: str, config: dict[str, Any], count: int) -> None:
-        self.envs = [make_served_env(name, config) for _ in range(count)]
-        self.needs_reset = [False] * count
+        from envs import make_env
+
+        self.envs = [RLlibView(make_env(name, **config)) for _ in range(count)]
+        self.ended = [False] * count
 
     def reset(self, seeds: list[int | None], options: dict | None) -> tuple:
         """Reset every environment with its seed: packed observations and infos."""
@@ -117,32 +147,20 @@ class ServedEnvironments:
         for env, seed in zip(self.envs, seeds, strict=True):
             observation, info = env.reset(seed=seed, options=options)
             observations.append(observation)
-            infos.append(info or {})
-        self.needs_reset = [False] * len(self.envs)
+            infos.append(info)
+        self.ended = [False] * len(self.envs)
         return pack_observations(observations), infos
 
     def step(self, actions: list[dict[str, Any]]) -> tuple:
-        """Step (or, after an episode's end, reset) every environment, as RLlib's
-        ``SyncVectorMultiAgentEnv`` does with ``autoreset_mode="next_step"``."""
-        observations, rewards, terminateds, truncateds, infos = [], [], [], [], []
+        """Step (or, after an episode's end, reset) every environment: packed observations,
+        then per environment rewards, terminateds, truncateds and infos."""
+        columns: list[list[Any]] = [[], [], [], [], []]
         for index, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
-            if self.needs_reset[index]:
-                observation, info = env.reset()
-                agents = env.possible_agents
-                reward = dict.fromkeys(agents, 0.0)
-                terminated = {**dict.fromkeys(agents, False), "__all__": False}
-                truncated = {**dict.fromkeys(agents, False), "__all__": False}
-                info = info or {}
-            else:
-                observation, reward, terminated, truncated, info = env.step(action)
-                terminated, truncated = all_done(terminated), all_done(truncated)
-            self.needs_reset[index] = terminated["__all__"] or truncated.get("__all__", False)
-            observations.append(observation)
-            rewards.append(reward)
-            terminateds.append(terminated)
-            truncateds.append(truncated)
-            infos.append(info)
-        return pack_observations(observations), rewards, terminateds, truncateds, infos
+            *results, self.ended[index] = step_or_reset(env, action, self.ended[index])
+            for column, result in zip(columns, results, strict=True):
+                column.append(result)
+        observations, *rest = columns
+        return (pack_observations(observations), *rest)
 
 
 def serve(connection: Any) -> None:

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 from ray.rllib.env.vector.sync_vector_multi_agent_env import SyncVectorMultiAgentEnv
 
-from tune.env_server import unpack_observations
+from tune.env_server import step_or_reset, unpack_observations
 
 # Seconds a closing helper gets to exit on its own before it is terminated.
 CLOSE_TIMEOUT_S = 10.0
@@ -197,7 +197,7 @@ class ProcessVectorMultiAgentEnv(SyncVectorMultiAgentEnv):
     def step(self, actions: list[dict[str, Any]]) -> tuple:
         """Step every sub-environment (after an episode's end: reset it instead)."""
         for helper in self._helpers:
-            helper.send(("step", list(actions[helper.start : helper.stop])))
+            helper.send(("step", actions[helper.start : helper.stop]))
         try:
             for index in self._local:
                 self._step_local(index, actions[index])
@@ -234,25 +234,15 @@ class ProcessVectorMultiAgentEnv(SyncVectorMultiAgentEnv):
         return replies
 
     def _step_local(self, index: int, action: dict[str, Any]) -> None:
-        """``SyncVectorMultiAgentEnv.step`` for one of the runner's own sub-environments."""
-        env = self.envs[index]
-        if self._autoreset_local[index]:
-            self._observations[index], self._infos[index] = env.reset()
-            agents = env.unwrapped.possible_agents
-            self._rewards[index] = dict.fromkeys(agents, 0.0)
-            self._terminations[index] = {**dict.fromkeys(agents, False), "__all__": False}
-            self._truncations[index] = {**dict.fromkeys(agents, False), "__all__": False}
-        else:
-            (
-                self._observations[index],
-                self._rewards[index],
-                self._terminations[index],
-                self._truncations[index],
-                self._infos[index],
-            ) = env.step(action)
-        self._autoreset_local[index] = self._terminations[index]["__all__"] or self._truncations[
-            index
-        ].get("__all__", False)
+        """One of the runner's own sub-environments takes its turn (as a helper's do)."""
+        (
+            self._observations[index],
+            self._rewards[index],
+            self._terminations[index],
+            self._truncations[index],
+            self._infos[index],
+            self._autoreset_local[index],
+        ) = step_or_reset(self.envs[index], action, self._autoreset_local[index])
 
     def close_extras(self, **kwargs: Any) -> None:
         """Close the helper processes and the local environments."""
