@@ -333,13 +333,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         experiment = load(args)
         storage = resolve_storage(args.storage or default_storage())
-        from tune.preflight import check_experiment
+        from tune.preflight import check_experiment, resource_warnings
         from tune.runs import start_ray_for
 
         # The tracking store first: it answers in milliseconds, the preflight (which
         # imports RLlib and builds the environment and the model) in seconds.
         tracking_uri = resolve_tracking_uri(experiment)
         check_experiment(experiment)
+        for warning in resource_warnings(experiment):
+            print(f"train.py: warning: {warning}", file=sys.stderr)
         start_ray_for(experiment, tracking_uri)
     except (ConfigError, ValueError) as error:
         print(f"train.py: error: {error}", file=sys.stderr)

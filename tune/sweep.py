@@ -81,13 +81,15 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"--num-samples must be >= 1, got {args.num_samples}")
         experiment = load_config(args.config, args.set)
         storage = resolve_storage(args.storage or default_storage())
-        from tune.preflight import check_experiment
+        from tune.preflight import check_experiment, resource_warnings
         from tune.runs import start_ray_for
         from tune.search import check_sweep
 
         tracking_uri = resolve_tracking_uri(experiment)  # milliseconds, the preflight seconds
         check_experiment(experiment)
         check_sweep(experiment)
+        for warning in resource_warnings(experiment):
+            print(f"sweep.py: warning: {warning}", file=sys.stderr)
         start_ray_for(experiment, tracking_uri)
     except (ConfigError, ValueError) as error:
         print(f"sweep.py: error: {error}", file=sys.stderr)

@@ -116,6 +116,25 @@ def test_nested_config_mistakes_fail_before_ray_starts(
     assert not ray_tmp.exists() and not (tmp_path / "results").exists()
 
 
+def test_a_resource_warning_comes_before_the_resource_check(tmp_path: Path) -> None:
+    # Helper processes beyond each remote runner's CPU: a warning line, then the error of a
+    # trial no machine here fits (65 CPUs), so no Ray starts.
+    result = run_program(
+        "platform/train.py",
+        *("--config", str(TINY), "--storage", str(tmp_path / "results")),
+        *("--set", "resources.num_env_runners=64", "--set", "resources.num_envs_per_env_runner=2"),
+        *("--set", "resources.env_processes=2"),
+        env={"RAY_TMPDIR": str(tmp_path / "ray"), "RAY_ADDRESS": ""},
+    )
+    assert result.returncode == 2
+    warning, error = result.stderr.splitlines()
+    assert warning.startswith(
+        "train.py: warning: resources.env_processes=2 with num_env_runners=64"
+    )
+    assert error.startswith("train.py: error: resources: one trial needs 65 CPUs")
+    assert not (tmp_path / "ray").exists()
+
+
 def test_the_tracking_store_is_checked_before_the_preflight(tmp_path: Path) -> None:
     # Both are wrong: the store is judged first (milliseconds; the preflight imports RLlib
     # and builds the environment and the model).

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tune.experiment import ConfigError, config_from_dict, load_config
-from tune.preflight import check_experiment, check_resources, trial_resources
+from tune.preflight import check_experiment, check_resources, resource_warnings, trial_resources
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "data" / "configs" / "tiny.yaml"
@@ -142,3 +142,38 @@ def test_a_trial_that_needs_more_than_the_cluster_has() -> None:
     with pytest.raises(ConfigError, match=r"^resources: one trial needs 1 GPUs .* has 0;"):
         check_resources(gpu, {"CPU": 2.0}, "the test cluster")
     check_resources(gpu, {"CPU": 1.0, "GPU": 1.0}, "a GPU machine")  # fits: no error
+
+
+@pytest.mark.parametrize(
+    ("overrides", "warned"),
+    [
+        # Remote runners of one CPU, each with a helper Ray does not count.
+        (["resources.num_env_runners=2", "resources.env_processes=2"], True),
+        # As many processes per runner as it has CPUs: nothing to say.
+        (
+            [
+                "resources.num_env_runners=2",
+                "resources.num_cpus_per_env_runner=2",
+                "resources.env_processes=2",
+            ],
+            False,
+        ),
+        (["resources.num_env_runners=2"], False),
+        # The local runner (the demo's case): the helper uses the core sampling leaves idle.
+        (["resources.env_processes=2"], False),
+    ],
+    ids=["helpers-beyond-cpus", "one-cpu-each", "no-helpers", "local-runner"],
+)
+def test_helpers_beyond_a_remote_runners_cpus_are_warned_of(
+    overrides: list[str], warned: bool
+) -> None:
+    experiment = load_config(TINY, ["resources.num_envs_per_env_runner=4", *overrides])
+    warnings = resource_warnings(experiment)
+    if not warned:
+        assert warnings == []
+        return
+    assert warnings == [
+        "resources.env_processes=2 with num_env_runners=2 of num_cpus_per_env_runner=1: each "
+        "remote runner starts 1 helper process(es) on CPUs Ray did not give it; set "
+        "env_processes to at most num_cpus_per_env_runner"
+    ]
