@@ -417,7 +417,15 @@ def test_dockerfile_installs_the_project_as_the_makefile_does() -> None:
     runs = [rest for instruction, rest in dockerfile_instructions() if instruction == "RUN"]
     [install] = [run for run in runs if " -e " in run]
     project_install = install.split("&&")[-1]
-    assert pip_arguments(project_install) == pip_arguments(make_line) == ["--quiet", "-e", ".[dev]"]
+    assert pip_arguments(project_install) == pip_arguments(make_line)
+    assert pip_arguments(make_line) == ["--quiet", "--no-compile", "-e", ".[dev]"]
+    # Byte-compiled afterwards, on every core, the same way in both.
+    [make_compile] = [line for line in makefile.splitlines() if "$(PY) -m compileall" in line]
+    [image_compile] = [run for run in runs if "compileall" in run]
+    # The Makefile's interpreter is $(PY), and its shell's $( is written $$(.
+    make_compile = make_compile.strip().replace("$$($(PY)", "$(python").replace("$(PY)", "python")
+    assert make_compile == image_compile
+    assert image_compile.startswith("python -m compileall -q -j 0 ")
     # CPU torch at the project's pin, from PyTorch's index of the chosen variant.
     instructions = dockerfile_instructions()
     args = dict(
