@@ -16,12 +16,15 @@ allowed keys is kept twice:
   local Ray would start on, or the cluster that was joined (:func:`check_resources`).
 
 Each failure is a :class:`~tune.experiment.ConfigError` whose one-line message names the
-key and what is allowed.
+key and what is allowed. Settings that run but waste what Ray gave a trial are not failures:
+:func:`resource_warnings` returns a line for each, which the programs print.
 
 How to use::
 
     experiment = load_config(path)
     check_experiment(experiment)                      # env, model, algorithm
+    for warning in resource_warnings(experiment):     # runs, but not as likely meant
+        print(warning)
     check_resources(experiment, local_resources(), "this machine")
 """
 
