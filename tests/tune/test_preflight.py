@@ -144,11 +144,18 @@ def test_a_trial_that_needs_more_than_the_cluster_has() -> None:
     check_resources(gpu, {"CPU": 1.0, "GPU": 1.0}, "a GPU machine")  # fits: no error
 
 
+HELPERS_BEYOND_CPUS = (
+    "resources.env_processes=2 with num_env_runners=2 of num_cpus_per_env_runner=1: each "
+    "remote runner starts 1 helper process(es) on CPUs Ray did not give it; set "
+    "env_processes to at most num_cpus_per_env_runner"
+)
+
+
 @pytest.mark.parametrize(
-    ("overrides", "warned"),
+    ("overrides", "expected"),
     [
         # Remote runners of one CPU, each with a helper Ray does not count.
-        (["resources.num_env_runners=2", "resources.env_processes=2"], True),
+        (["resources.num_env_runners=2", "resources.env_processes=2"], [HELPERS_BEYOND_CPUS]),
         # As many processes per runner as it has CPUs: nothing to say.
         (
             [
@@ -156,24 +163,16 @@ def test_a_trial_that_needs_more_than_the_cluster_has() -> None:
                 "resources.num_cpus_per_env_runner=2",
                 "resources.env_processes=2",
             ],
-            False,
+            [],
         ),
-        (["resources.num_env_runners=2"], False),
+        (["resources.num_env_runners=2"], []),
         # The local runner (the demo's case): the helper uses the core sampling leaves idle.
-        (["resources.env_processes=2"], False),
+        (["resources.env_processes=2"], []),
     ],
     ids=["helpers-beyond-cpus", "one-cpu-each", "no-helpers", "local-runner"],
 )
 def test_helpers_beyond_a_remote_runners_cpus_are_warned_of(
-    overrides: list[str], warned: bool
+    overrides: list[str], expected: list[str]
 ) -> None:
     experiment = load_config(TINY, ["resources.num_envs_per_env_runner=4", *overrides])
-    warnings = resource_warnings(experiment)
-    if not warned:
-        assert warnings == []
-        return
-    assert warnings == [
-        "resources.env_processes=2 with num_env_runners=2 of num_cpus_per_env_runner=1: each "
-        "remote runner starts 1 helper process(es) on CPUs Ray did not give it; set "
-        "env_processes to at most num_cpus_per_env_runner"
-    ]
+    assert resource_warnings(experiment) == expected
