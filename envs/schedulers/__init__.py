@@ -43,6 +43,13 @@ from envs.schedulers.orderings import (
     SmallestProductFirst,
 )
 from envs.schedulers.packing import Packing, QuietPacking
+from envs.schedulers.patient import (
+    PatientDominantResourceFairness,
+    PatientFirstInFirstOut,
+    PatientLeastResourceFirst,
+    PatientShortestActualTime,
+    PatientSmallestProductFirst,
+)
 from envs.schedulers.per_task import LeastInterference, LoadBalancing, RandomPlacement, Tetris
 from envs.schedulers.preemption import PreemptionSettings
 from envs.schedulers.registry import (
@@ -71,6 +78,11 @@ __all__ = [
     "Ordering",
     "Packing",
     "PatientDelayedShortestIdealTime",
+    "PatientDominantResourceFairness",
+    "PatientFirstInFirstOut",
+    "PatientLeastResourceFirst",
+    "PatientShortestActualTime",
+    "PatientSmallestProductFirst",
     "Placement",
     "PreemptionSettings",
     "QuietPacking",

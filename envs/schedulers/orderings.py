@@ -17,7 +17,8 @@ drf        dominant share: of its user's running allocation when the workload na
            request (004), over the cluster's GPUs and CPU cores
 sif        ideal time (002); the simulator's ideal duration, so the same number as sjf
 dsif       ideal time, but a job whose placement misses its best locality is held back,
-           at most 3 decisions (002); the delay rule lives in the scheduler
+           at most 3 decisions (002); the delay rule lives in the scheduler;
+           ``dsif-patient`` holds it up to ``PATIENT_DELAYS`` (30) decisions
 saf        actual time if placed now, by an oracle (:mod:`.estimate`); jobs that cannot be
            placed now come last, by arrival
 lrf        GPUs requested (002's least resource first)
@@ -26,6 +27,10 @@ random     a seeded random permutation
 gittins    (highest index first, after LAS's queues) Tiresias' Gittins index of the attained
            GPU-seconds over those the finished jobs took (:mod:`.gittins`); preemptive
 =========  =================================================================================
+
+``fifo``, ``drf``, ``saf``, ``lrf`` and ``spf`` have patient variants too, named
+``<ordering>-patient`` (:mod:`.patient`): the same order with DSIF's delay rule at
+``PATIENT_DELAYS``.
 """
 
 from __future__ import annotations
@@ -172,6 +177,10 @@ class DelayedShortestIdealTime(ShortestIdealTime):
     max_delays: ClassVar[int] = 3
 
 
+#: Decisions a patient ordering holds a job back for its best locality (002's DSIF: 3).
+PATIENT_DELAYS = 30
+
+
 class PatientDelayedShortestIdealTime(DelayedShortestIdealTime):
     """DSIF holding a job back up to 30 decisions instead of 002's 3.
 
@@ -184,7 +193,7 @@ class PatientDelayedShortestIdealTime(DelayedShortestIdealTime):
     """
 
     name = "dsif-patient"
-    max_delays: ClassVar[int] = 30
+    max_delays: ClassVar[int] = PATIENT_DELAYS
 
 
 class ShortestActualTime(Ordering):

@@ -26,6 +26,13 @@ from envs.schedulers.orderings import (
     SmallestProductFirst,
 )
 from envs.schedulers.packing import Packing, QuietPacking
+from envs.schedulers.patient import (
+    PatientDominantResourceFairness,
+    PatientFirstInFirstOut,
+    PatientLeastResourceFirst,
+    PatientShortestActualTime,
+    PatientSmallestProductFirst,
+)
 from envs.schedulers.per_task import LeastInterference, LoadBalancing, RandomPlacement, Tetris
 from envs.schedulers.preemption import PreemptionSettings
 from envs.schedulers.scheduler import Scheduler
@@ -66,6 +73,12 @@ ORDERINGS: dict[str, Callable[[np.random.Generator, Placement, PreemptionSetting
     "random": lambda rng, placement, preemption: RandomOrder(rng),
     # Last: appended after the orderings every earlier table and index was built on.
     "gittins": lambda rng, placement, preemption: _on_las_queues(GittinsIndex, preemption),
+    # The patient variants (:mod:`.patient`), appended after gittins for the same reason.
+    "fifo-patient": lambda rng, placement, preemption: PatientFirstInFirstOut(),
+    "drf-patient": lambda rng, placement, preemption: PatientDominantResourceFairness(),
+    "saf-patient": lambda rng, placement, preemption: PatientShortestActualTime(placement),
+    "lrf-patient": lambda rng, placement, preemption: PatientLeastResourceFirst(),
+    "spf-patient": lambda rng, placement, preemption: PatientSmallestProductFirst(),
 }
 
 PLACEMENTS: dict[str, Callable[[np.random.Generator], Placement]] = {

@@ -108,12 +108,20 @@ IMPATIENT = [
         ("dsif", None, 2),
         # Held at all five decisions, then one server of its own when blocker 0 ends.
         ("dsif-patient", 0, 1),
+        # The other patient orderings rank the VGG16 first too (earliest, fewest GPUs,
+        # smallest GPUs x ideal time, shortest estimate, smallest dominant share): the
+        # same five holds, the same server.
+        ("fifo-patient", 0, 1),
+        ("lrf-patient", 0, 1),
+        ("spf-patient", 0, 1),
+        ("saf-patient", 0, 1),
+        ("drf-patient", 0, 1),
     ],
 )
 def test_the_patient_dsif_outwaits_the_three_delays(
     policy: str, vgg_after: int | None, vgg_servers: int
 ) -> None:
-    # The product's scheduler on 002's cluster (dsif-patient is not one of 002's baselines).
+    # The product's scheduler on 002's cluster (the patient orderings are not 002's baselines).
     config = Sced2Config(servers=2)
     scheduler = make_scheduler(f"{policy}+packing")
     sim, servers = simulate_baseline(config, parse_jobs(IMPATIENT, config), scheduler)

@@ -29,6 +29,11 @@ ORDERINGS = (
     "spf",
     "random",
     "gittins",
+    "fifo-patient",
+    "drf-patient",
+    "saf-patient",
+    "lrf-patient",
+    "spf-patient",
 )
 PLACEMENTS = (
     "packing",
@@ -67,6 +72,18 @@ def test_parts_are_wired():
     assert scheduler.backfill is False
     assert isinstance(make_scheduler("dsif+packing").ordering, DelayedShortestIdealTime)
     assert make_scheduler("dsif+packing").ordering.max_delays == 3
+    saf_patient = make_scheduler("saf-patient+lif")
+    assert isinstance(saf_patient.ordering, ShortestActualTime)
+    assert saf_patient.ordering.placement is saf_patient.placement
+
+
+@pytest.mark.parametrize("ordering", ["fifo", "drf", "saf", "lrf", "spf", "dsif"])
+def test_a_patient_ordering_is_its_ordering_with_thirty_delays(ordering):
+    impatient = make_scheduler(f"{ordering}+packing").ordering
+    patient = make_scheduler(f"{ordering}-patient+packing").ordering
+    assert isinstance(patient, type(impatient))
+    assert (impatient.max_delays, patient.max_delays) == (3 if ordering == "dsif" else 0, 30)
+    assert patient.name == f"{ordering}-patient"
 
 
 @pytest.mark.parametrize(
