@@ -49,7 +49,7 @@ DEFAULT_SELECTION_CONFIDENCE = 0.95
 #: ``evaluation.baselines: all``: the full table of heuristics.
 ALL_BASELINES = "all"
 #: Combinations the pod environment's heuristic driver cannot play. Empty: every one of
-#: the 13 orderings x 9 placements ran to the end on the demo, contended and paper001
+#: the 18 orderings x 9 placements ran to the end on the demo, contended and paper001
 #: settings. las and srtf run non-preemptively there (the agents cannot preempt); random
 #: orderings and placements stay in, seeded by the episode's seed, as the floor any policy
 #: should beat.

@@ -22,12 +22,12 @@ CONFIGS = Path(__file__).resolve().parent / "configs"
 SCALES = ("small", "paper")
 #: What every small-scale run evaluates on: five held-out workloads.
 SMALL_EVALUATION_SEEDS = "evaluation.seeds=[1000, 1001, 1002, 1003, 1004]"
-#: 001's baselines, the product's best heuristics (README Results: the patient DSIF that
-#: paper001.yaml clones, with both placements) and 002's DSIF: the rows a small 001 run
-#: plays instead of the 96-heuristic table.
+#: 001's baselines, the product's best heuristics (README Results: the patient SAF that
+#: paper001.yaml clones, and the patient DSIF with both placements) and 002's DSIF: the
+#: rows a small 001 run plays instead of the 162-heuristic table.
 SMALL_POD_BASELINES = (
     "evaluation.baselines=[fifo+tetris, fifo+load-balancing, fifo+lif, "
-    "dsif-patient+locality, dsif-patient+packing, dsif+packing]"
+    "saf-patient+locality, dsif-patient+locality, dsif-patient+packing, dsif+packing]"
 )
 #: Small 000: 12 PPO iterations (about 24,600 steps, ~35 s each on a loaded 2-core machine).
 SMALL_CONTENTION = (SMALL_EVALUATION_SEEDS, "stop.training_iteration=12", "checkpoint.frequency=6")
