@@ -94,6 +94,32 @@ def test_every_heuristic_of_the_full_table_plays_to_the_end() -> None:
     assert all(entry["metrics"]["jobs_finished"] >= 1 for entry in table.values())
 
 
+def test_a_heuristic_row_is_the_episode_the_driver_plays_with_advice_on() -> None:
+    # run_episode drops the advice for heuristic rows; the driver, which reads the
+    # simulator and not the observations, plays the same episode with it on.
+    from envs import make_env
+    from envs.pod.heuristic import HeuristicPodPolicy
+
+    config = {
+        "topology": "fat-tree",
+        "topology_params": {"k": 4},
+        "num_jobs": 24,
+        "advice": "saf-patient+locality",
+    }
+    env = make_env(POD, **config)
+    env.reset(seed=3)
+    driver = HeuristicPodPolicy(env, "fifo+packing", seed=3)
+    episode_return, advised_steps = 0.0, 0
+    while env.agents:
+        observations, rewards, *_ = env.step(driver.actions())
+        episode_return += float(sum(rewards.values()))
+        advised_steps += sum(int(obs["advice"].any()) for obs in observations.values())
+    assert advised_steps > 0  # the advice was computed and seen on this path
+    row = run_episode(POD, config, 3, "fifo+packing")
+    np.testing.assert_array_equal(row["jct"], env.sim.finish_time - env.sim.workload.arrival_time)
+    assert row["episode_return"] == episode_return
+
+
 def same_episode(first: dict, second: dict) -> None:
     """Two plays of one episode took the same actions (NaN JCTs of unfinished jobs equal)."""
     np.testing.assert_array_equal(first["jct"], second["jct"])
