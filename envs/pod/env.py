@@ -59,6 +59,10 @@ a Poisson workload of 40 jobs (15 per interval per scheduler), N=8, forward limi
 (:mod:`envs.pod.advice`).
 ``reset(seed=...)`` draws the workload (as ``simulate.py run`` does with the same seed) and
 the home schedulers; ``reset(options={"workload": Workload})`` runs a given workload.
+``reset(options={"masks_only": True})`` plays an episode whose observations hold only
+``action_mask`` (no features, no advice): for drivers that read the simulator instead, as
+the heuristic driver does when evaluation plays a heuristic; the dynamics and rewards are
+those of a full episode.
 
 Version: ``pod_scheduling_v0``.
 """
@@ -127,6 +131,7 @@ class PodSchedulingEnv(ParallelEnv):
         self.round: DecisionRound | None = None
         self.rounds = 0
         self.advisor: Advisor | None = None
+        self._masks_only = False
         # Where the seeds of episodes reset without one come from (see reset).
         self._episode_seeds: np.random.Generator | None = None
 
@@ -209,10 +214,11 @@ class PodSchedulingEnv(ParallelEnv):
         self.round = None
         self._stretch_start = 0.0  # time the next rewards count from
         self.credit = JobCredit(num) if cfg.credit == "job" else None
+        self._masks_only = bool((options or {}).get("masks_only", False))
         # Seeded apart from np_random (a second child), so advice leaves the homes as they were.
         self.advisor = (
             Advisor(self, cfg.advice, int(advice_seed.generate_state(1)[0]))
-            if cfg.advice is not None
+            if cfg.advice is not None and not self._masks_only
             else None
         )
         if self.sim.run_until_decision():
@@ -379,6 +385,12 @@ class PodSchedulingEnv(ParallelEnv):
 
     def _observations(self) -> dict[str, dict[str, np.ndarray]]:
         assert self.sim is not None
+        if self._masks_only:
+            self._masks = self.builder.action_masks(self.round, self.config.forward_limit)
+            return {
+                agent: {"action_mask": mask}
+                for agent, mask in zip(self.possible_agents, self._masks, strict=True)
+            }
         observations = self.builder.observe_all(
             self.sim,
             self.round,

@@ -99,18 +99,16 @@ def run_episode(
     paths as ``learned-greedy``, ``learned-sampled``, or ``learned`` (greedy as ``greedy``).
 
     Returns the episode's simulator metrics, its per-job arrays (for JCT CDFs) and return.
-    A heuristic plays without the config's ``advice``, which only the observations carry.
+    A heuristic plays with observations of action masks only (the same episode).
     """
     from envs import make_env
     from envs.pod.heuristic import HeuristicPodPolicy
 
-    if not is_learned(policy) and env_config.get("advice") is not None:
-        # The heuristic driver never reads observations, and the advice is only
-        # observation: its own planning of every round would double a heuristic row's
-        # cost and change nothing it does (its seed is a child of its own).
-        env_config = {**env_config, "advice": None}
     env = make_env(env_name, **env_config)
-    observations, _ = env.reset(seed=seed)
+    # The heuristic driver reads the simulator, never the observations: building them
+    # (and the advice's own plan of every round) was most of a heuristic row's cost.
+    options = None if is_learned(policy) else {"masks_only": True}
+    observations, _ = env.reset(seed=seed, options=options)
     if is_learned(policy):
         if policy != LEARNED:
             greedy = policy == LEARNED_GREEDY

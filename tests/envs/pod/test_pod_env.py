@@ -321,3 +321,29 @@ def test_job_times_show_remaining_time_and_deferrals() -> None:
                 shown.append(observations[name]["task"][-1] * 4 == env.deferrals[entry.job])
         observations, *_ = env.step(wait)
     assert shown and all(shown)
+
+
+def test_a_masks_only_episode_is_the_full_episode_without_features() -> None:
+    """``reset(options={"masks_only": True})``: observations hold only the masks, and the
+    masks, rewards and schedule are the full episode's, step for step."""
+    settings = {"num_jobs": 30, "advice": "dsif+locality", "room_features": True}
+    full, lean = PodSchedulingEnv(**settings), PodSchedulingEnv(**settings)
+    full_obs, _ = full.reset(seed=4)
+    lean_obs, _ = lean.reset(seed=4, options={"masks_only": True})
+    assert lean.advisor is None
+    full_driver = HeuristicPodPolicy(full, "fifo+packing", seed=4)
+    lean_driver = HeuristicPodPolicy(lean, "fifo+packing", seed=4)
+    steps = 0
+    while full.agents:
+        assert set(lean_obs["scheduler_0"]) == {"action_mask"}
+        for agent in full.possible_agents:
+            assert np.array_equal(lean_obs[agent]["action_mask"], full_obs[agent]["action_mask"])
+        actions = full_driver.actions()
+        assert lean_driver.actions() == actions
+        full_obs, full_rewards, *_ = full.step(actions)
+        lean_obs, lean_rewards, *_ = lean.step(actions)
+        assert lean_rewards == full_rewards
+        steps += 1
+    assert not lean.agents and steps > 10
+    assert np.array_equal(lean.sim.finish_time, full.sim.finish_time)
+    assert (lean.sim.status == JobStatus.FINISHED).all()
