@@ -223,7 +223,7 @@ class ShortestActualTime(Ordering):
         return False
 
     def __repr__(self) -> str:
-        return f"ShortestActualTime({self.placement!r})"
+        return f"{type(self).__name__}({self.placement!r})"
 
 
 class LeastResourceFirst(Ordering):

@@ -26,39 +26,38 @@ from envs.schedulers.orderings import (
 )
 
 
-class PatientFirstInFirstOut(FirstInFirstOut):
+class _Patient:
+    """Mixin placed before an ordering: DSIF's delay rule at ``PATIENT_DELAYS`` decisions
+    (the scheduler reads ``max_delays``; the ordering's rank is unchanged)."""
+
+    max_delays: ClassVar[int] = PATIENT_DELAYS
+
+
+class PatientFirstInFirstOut(_Patient, FirstInFirstOut):
     """FIFO holding a job back up to ``PATIENT_DELAYS`` decisions for its best locality."""
 
     name = "fifo-patient"
-    max_delays: ClassVar[int] = PATIENT_DELAYS
 
 
-class PatientDominantResourceFairness(DominantResourceFairness):
+class PatientDominantResourceFairness(_Patient, DominantResourceFairness):
     """DRF holding a job back up to ``PATIENT_DELAYS`` decisions for its best locality."""
 
     name = "drf-patient"
-    max_delays: ClassVar[int] = PATIENT_DELAYS
 
 
-class PatientShortestActualTime(ShortestActualTime):
+class PatientShortestActualTime(_Patient, ShortestActualTime):
     """SAF holding a job back up to ``PATIENT_DELAYS`` decisions for its best locality."""
 
     name = "saf-patient"
-    max_delays: ClassVar[int] = PATIENT_DELAYS
-
-    def __repr__(self) -> str:
-        return f"PatientShortestActualTime({self.placement!r})"
 
 
-class PatientLeastResourceFirst(LeastResourceFirst):
+class PatientLeastResourceFirst(_Patient, LeastResourceFirst):
     """LRF holding a job back up to ``PATIENT_DELAYS`` decisions for its best locality."""
 
     name = "lrf-patient"
-    max_delays: ClassVar[int] = PATIENT_DELAYS
 
 
-class PatientSmallestProductFirst(SmallestProductFirst):
+class PatientSmallestProductFirst(_Patient, SmallestProductFirst):
     """SPF holding a job back up to ``PATIENT_DELAYS`` decisions for its best locality."""
 
     name = "spf-patient"
-    max_delays: ClassVar[int] = PATIENT_DELAYS

@@ -75,6 +75,7 @@ def test_parts_are_wired():
     saf_patient = make_scheduler("saf-patient+lif")
     assert isinstance(saf_patient.ordering, ShortestActualTime)
     assert saf_patient.ordering.placement is saf_patient.placement
+    assert repr(saf_patient.ordering) == "PatientShortestActualTime(LeastInterference())"
 
 
 @pytest.mark.parametrize("ordering", ["fifo", "drf", "saf", "lrf", "spf", "dsif"])
