@@ -43,6 +43,31 @@ def ray_local():
     shutil.rmtree(session, ignore_errors=True)
 
 
+@pytest.fixture(scope="session")
+def empty_mlflow_store(tmp_path_factory) -> Path:
+    """An MLflow sqlite store with MLflow's schema and no runs, made once per session.
+
+    Creating the schema (MLflow's alembic migrations) costs a fresh process 3-5 s on these
+    machines, more under load, and every program a test runs on a new store paid it; a
+    copy of this file is the same empty store, already migrated.
+    """
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    folder = tmp_path_factory.mktemp("mlflow-template")
+    database = folder / "mlflow.db"
+    store = SqlAlchemyStore(f"sqlite:///{database}", str(folder / "artifacts"))
+    store.engine.dispose()
+    return database
+
+
+@pytest.fixture
+def sqlite_uri(tmp_path: Path, empty_mlflow_store: Path) -> str:
+    """The tracking URI of a new, empty sqlite store at ``tmp_path / "mlflow.db"``."""
+    database = tmp_path / "mlflow.db"
+    shutil.copyfile(empty_mlflow_store, database)
+    return f"sqlite:///{database}"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def results_in_a_temporary_folder(tmp_path_factory):
     """PODSCHED_RESULTS (the root of Tune's, MLflow's and the warm start's default folders)

@@ -144,13 +144,13 @@ def mlflow_runs(uri: str, experiment: str) -> list[Any]:
 
 @pytest.mark.integration
 def test_training_survives_a_lost_node_and_a_crashed_trial(
-    cluster: LocalCluster, tmp_path: Path
+    cluster: LocalCluster, tmp_path: Path, sqlite_uri: str
 ) -> None:
     from mlflow.tracking import MlflowClient
 
     head, workers = cluster.info["head"], set(cluster.info["workers"])
     storage = tmp_path / "results"
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = sqlite_uri
     log = tmp_path / "driver.log"
     driver = subprocess.Popen(
         [
@@ -214,9 +214,11 @@ def test_training_survives_a_lost_node_and_a_crashed_trial(
 
 
 @pytest.mark.integration
-def test_sweep_spreads_its_trials_over_the_nodes(cluster: LocalCluster, tmp_path: Path) -> None:
+def test_sweep_spreads_its_trials_over_the_nodes(
+    cluster: LocalCluster, tmp_path: Path, sqlite_uri: str
+) -> None:
     before = {actor["id"] for actor in cluster.actors("PPO")}
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = sqlite_uri
     result = subprocess.run(
         [
             *(sys.executable, str(ROOT / "tune" / "sweep.py"), "--config", str(TINY)),

@@ -241,13 +241,15 @@ def test_dry_run_checks_the_paper_scale_without_training() -> None:
 
 # ------------------------------------------------------------------ end to end
 @pytest.mark.integration
-def test_a_tiny_reproduction_of_000_logs_parent_and_children(tmp_path: Path) -> None:
+def test_a_tiny_reproduction_of_000_logs_parent_and_children(
+    tmp_path: Path, sqlite_uri: str
+) -> None:
     """000's RL-Hybrid at one PPO iteration on 20-job sets, two held-out workloads (hybrid:
     where the barely trained policy schedules nothing, the greedy rule does, so every job
     finishes and the learned row has a JCT)."""
     from mlflow.tracking import MlflowClient
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = sqlite_uri
     tiny = [
         "stop.training_iteration=1",
         "algorithm.train_batch_size=200",

@@ -150,8 +150,8 @@ def test_the_tracking_store_is_checked_before_the_preflight(tmp_path: Path) -> N
 
 
 @pytest.mark.integration
-def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path, sqlite_uri: str) -> None:
+    uri = sqlite_uri
     # Storage as a URI Tune accepts: passed through untouched.
     storage = f"file://{tmp_path / 'results'}"
     result = run_program(
@@ -280,8 +280,10 @@ def assert_policy_matches_checkpoint(
 
 
 @pytest.mark.integration
-def test_validation_chooses_among_the_warm_start_and_the_checkpoints(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_validation_chooses_among_the_warm_start_and_the_checkpoints(
+    tmp_path: Path, sqlite_uri: str
+) -> None:
+    uri = sqlite_uri
     overrides = [
         f"tracking.tracking_uri={uri}",
         "evaluation.validation_seeds=[300, 301]",
@@ -370,7 +372,7 @@ def test_validation_chooses_among_the_warm_start_and_the_checkpoints(tmp_path: P
 
 
 @pytest.mark.integration
-def test_resume_after_killing_the_driver(tmp_path: Path) -> None:
+def test_resume_after_killing_the_driver(tmp_path: Path, sqlite_uri: str) -> None:
     storage = tmp_path / "results"
     args = [
         "--config",
@@ -381,7 +383,7 @@ def test_resume_after_killing_the_driver(tmp_path: Path) -> None:
         "--stop-iters",
         "4",
     ]
-    args += ["--set", f"tracking.tracking_uri=sqlite:///{tmp_path / 'mlflow.db'}"]
+    args += ["--set", f"tracking.tracking_uri={sqlite_uri}"]
     driver = subprocess.Popen(
         [PYTHON, str(ROOT / "platform" / "train.py"), *args],
         cwd=ROOT,
@@ -407,11 +409,9 @@ def test_resume_after_killing_the_driver(tmp_path: Path) -> None:
     # Nothing was lost beyond the last checkpoint: the resumed trial continued from it.
     assert set(range(1, 5)) <= set(iterations)
     assert "checkpoint_000001" in checkpoints_before
-    runs = runs_of(f"sqlite:///{tmp_path / 'mlflow.db'}", "tiny")
+    runs = runs_of(sqlite_uri, "tiny")
     assert len(runs) == 1  # the resumed trial kept logging into its run
-    steps = client(f"sqlite:///{tmp_path / 'mlflow.db'}").get_metric_history(
-        runs[0].info.run_id, "episode_return_mean"
-    )
+    steps = client(sqlite_uri).get_metric_history(runs[0].info.run_id, "episode_return_mean")
     # Iterations repeated from the last checkpoint are not logged twice.
     assert sorted(metric.step for metric in steps) == [1, 2, 3, 4]
     assert runs[0].info.status == "FINISHED"
@@ -448,8 +448,8 @@ def ctrl_c_after_first_checkpoint(
 
 
 @pytest.mark.integration
-def test_ctrl_c_ends_the_run_killed_and_evaluates_nothing(tmp_path: Path) -> None:
-    storage, uri = tmp_path / "results", f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_ctrl_c_ends_the_run_killed_and_evaluates_nothing(tmp_path: Path, sqlite_uri: str) -> None:
+    storage, uri = tmp_path / "results", sqlite_uri
     args = ["--config", str(TINY), "--storage", str(storage), "--stop-iters", "3"]
     args += ["--set", f"tracking.tracking_uri={uri}"]
     status, stdout, stderr = ctrl_c_after_first_checkpoint(
@@ -475,9 +475,9 @@ def sweep_runs(uri: str, experiment: str, parent_id: str) -> tuple[list, list]:
 
 
 @pytest.mark.integration
-def test_a_dqn_sweep_with_asha_and_optuna(tmp_path: Path) -> None:
+def test_a_dqn_sweep_with_asha_and_optuna(tmp_path: Path, sqlite_uri: str) -> None:
     """The shipped DQN sweep (Optuna's TPE, ASHA) on a tiny budget: 2 trials x 2 iterations."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = sqlite_uri
     overrides = [
         f"tracking.tracking_uri={uri}",
         "stop.training_iteration=2",
@@ -525,12 +525,12 @@ RESUMED_SWEEP = (
 
 
 @pytest.mark.integration
-def test_a_sweep_interrupted_and_resumed(tmp_path: Path) -> None:
+def test_a_sweep_interrupted_and_resumed(tmp_path: Path, sqlite_uri: str) -> None:
     """Two trials over PPO's step size on the tiny experiment under PBT, interrupted (Ctrl-C)
     once a trial has its first checkpoint: the parent run ends KILLED and the program says
     how to go on; ``--resume`` finishes every trial (none failed) in the same parent and
     child runs, each iteration logged at most once."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = sqlite_uri
     sweep = (
         "sweep={space: {algorithm.lr: {loguniform: [1.0e-4, 1.0e-3]}}, num_samples: 2, "
         f"{RESUMED_SWEEP}}}"
@@ -632,7 +632,7 @@ def test_training_rides_out_an_mlflow_outage(tmp_path: Path, gated_mlflow) -> No
 
 
 @pytest.mark.integration
-def test_ray_job_submit_on_a_real_head(tmp_path: Path) -> None:
+def test_ray_job_submit_on_a_real_head(tmp_path: Path, sqlite_uri: str) -> None:
     import psutil
 
     dashboard = free_port()
@@ -670,7 +670,7 @@ def test_ray_job_submit_on_a_real_head(tmp_path: Path) -> None:
     )
     try:
         assert start.returncode == 0, start.stderr[-3000:]
-        uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+        uri = sqlite_uri
         # The tracking URI in the job's runtime environment, as README "Running on a
         # cluster" submits it: train.py's own runtime environment must merge with it.
         job_env = {"env_vars": {"MLFLOW_TRACKING_URI": uri}}

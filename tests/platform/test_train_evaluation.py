@@ -16,8 +16,10 @@ DEEPRM = ROOT / "tune" / "configs" / "deeprm.yaml"
 
 
 @pytest.mark.integration
-def test_deeprm_training_ends_with_the_papers_baselines_side_by_side(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+def test_deeprm_training_ends_with_the_papers_baselines_side_by_side(
+    tmp_path: Path, sqlite_uri: str
+) -> None:
+    uri = sqlite_uri
     overrides = [
         "stop.training_iteration=1",
         "algorithm.train_batch_size=200",

@@ -114,12 +114,12 @@ def test_an_outage_longer_than_the_deadline_raises(gated_mlflow, capsys) -> None
     assert runs(uri, "never") == []
 
 
-def test_a_refused_request_is_not_waited_for(tmp_path: Path, capsys) -> None:
+def test_a_refused_request_is_not_waited_for(tmp_path: Path, sqlite_uri: str, capsys) -> None:
     """A malformed request (a comma in a param name) fails the same way on every try: it
     is raised at once, with no outage reported (sqlite store, no server needed)."""
     from mlflow.exceptions import MlflowException
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = sqlite_uri
     deadline = Deadline(uri, 120.0)
     with pytest.raises(MlflowException, match="Invalid value"):
         log_run_retrying(uri, "refused", "eval-x", deadline, params={"a,b": 1})

@@ -30,7 +30,7 @@ def test_curated_metrics_keep_ppo_and_dqn_learner_statistics() -> None:
     }
 
 
-def test_a_resumed_trial_finds_its_run_without_the_saved_state(tmp_path) -> None:
+def test_a_resumed_trial_finds_its_run_without_the_saved_state(tmp_path, sqlite_uri: str) -> None:
     """A driver killed before Tune saved the callback's state resumes into the same run."""
     from types import SimpleNamespace
 
@@ -39,7 +39,7 @@ def test_a_resumed_trial_finds_its_run_without_the_saved_state(tmp_path) -> None
     from tune.experiment import config_from_dict
     from tune.mlflow_tracking import MLflowTrialCallback, experiment_id
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = sqlite_uri
     experiment = config_from_dict({"name": "resumed"})
     trial = SimpleNamespace(trial_id="ab12c_00000", config={"seed": 0}, evaluated_params={})
     first = MLflowTrialCallback(uri, experiment)

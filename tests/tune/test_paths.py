@@ -68,7 +68,7 @@ def test_artifact_locations(monkeypatch, tmp_path: Path) -> None:
 
 
 def test_artifacts_land_next_to_the_store_not_in_the_current_folder(
-    monkeypatch, tmp_path: Path
+    monkeypatch, tmp_path: Path, sqlite_uri: str
 ) -> None:
     from mlflow.tracking import MlflowClient
 
@@ -77,7 +77,7 @@ def test_artifacts_land_next_to_the_store_not_in_the_current_folder(
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = sqlite_uri
     note = tmp_path / "note.txt"
     note.write_text("kept\n")
     run_id = log_run(uri, "paths", "eval-x", metrics={"avg_jct": 1.0}, artifacts=[note])

@@ -64,7 +64,9 @@ def test_a_file_system_uri_is_copied(checkpoint: Path, tmp_path: Path) -> None:
     assert_same_weights(paths["shared"], str(checkpoint / "learner_group/learner/rl_module/shared"))
 
 
-def test_a_policy_folder_and_its_mlflow_artifact(checkpoint: Path, tmp_path: Path) -> None:
+def test_a_policy_folder_and_its_mlflow_artifact(
+    checkpoint: Path, tmp_path: Path, sqlite_uri: str
+) -> None:
     import mlflow
     from mlflow.tracking import MlflowClient
 
@@ -73,7 +75,7 @@ def test_a_policy_folder_and_its_mlflow_artifact(checkpoint: Path, tmp_path: Pat
     paths = policy_modules(str(folder), ["shared"], None, tmp_path / "local")
     assert_same_weights(paths["shared"], original)
     # Logged as evaluation runs log it, then fetched by its runs:/ URI.
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = sqlite_uri
     client = MlflowClient(tracking_uri=uri)
     experiment = client.create_experiment("policies", (tmp_path / "artifacts").as_uri())
     run = client.create_run(experiment)
@@ -85,7 +87,9 @@ def test_a_policy_folder_and_its_mlflow_artifact(checkpoint: Path, tmp_path: Pat
     assert mlflow.get_tracking_uri() != uri  # the store was passed, not made global
 
 
-def test_bad_references_say_what_was_wrong(checkpoint: Path, tmp_path: Path) -> None:
+def test_bad_references_say_what_was_wrong(
+    checkpoint: Path, tmp_path: Path, sqlite_uri: str
+) -> None:
     with pytest.raises(ValueError, match=r"no checkpoint folder at .*missing"):
         policy_modules(str(tmp_path / "missing"), ["shared"], None, tmp_path)
     with pytest.raises(ValueError, match=r"no RLModule at .*rl_module/scheduler_0"):
@@ -93,7 +97,7 @@ def test_bad_references_say_what_was_wrong(checkpoint: Path, tmp_path: Path) -> 
     folder = policy_folder(checkpoint, tmp_path / "policy")
     with pytest.raises(ValueError, match="holds modules shared; the experiment's are a, b"):
         policy_modules(str(folder), ["a", "b"], None, tmp_path / "w")
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    uri = sqlite_uri
     with pytest.raises(ValueError, match="cannot download runs:/0123456789abcdef/policy"):
         policy_modules("runs:/0123456789abcdef/policy", ["shared"], uri, tmp_path / "x")
     with pytest.raises(ValueError, match="cannot copy file:///"):
