@@ -49,7 +49,9 @@ def empty_mlflow_store(tmp_path_factory) -> Path:
 
     Creating the schema (MLflow's alembic migrations) costs a fresh process 3-5 s on these
     machines, more under load, and every program a test runs on a new store paid it; a
-    copy of this file is the same empty store, already migrated.
+    copy of this file is the same empty store, already migrated. (Its "Default"
+    experiment keeps the template's artifact folder; the programs log into experiments
+    of their own, whose artifacts land next to the copy.)
     """
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 

@@ -175,13 +175,13 @@ def test_the_best_scored_checkpoint_of_all_trials() -> None:
         best_scored_checkpoint(results, "env_runners/x", "max")
 
 
-def test_checkpoints_are_kept_by_the_declared_score(tmp_path: Path, sqlite_uri: str) -> None:
+def test_checkpoints_are_kept_by_the_declared_score(tmp_path: Path) -> None:
     from tune.experiment import ConfigError
     from tune.rllib_config import algorithm_config
     from tune.runs import make_tuner
 
     experiment = config_from_dict({"checkpoint": {"score": "episode_len_mean", "order": "min"}})
-    uri = sqlite_uri
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     tuner = make_tuner(experiment, algorithm_config(experiment), str(tmp_path), uri)
     checkpoints = tuner._local_tuner._run_config.checkpoint_config
     assert checkpoints.checkpoint_score_attribute == "env_runners/episode_len_mean"
