@@ -166,6 +166,11 @@ class AlgorithmSection:
             raise ConfigError(f"algorithm.entropy_coeff must be >= 0, got {self.entropy_coeff}")
 
 
+#: ``resources.local_episodes``'s default: a one-seed evaluation of the learned policy's
+#: two rows and a baseline, or a warm start's few recorded episodes, stay in the driver.
+LOCAL_EPISODES = 4
+
+
 @dataclass(frozen=True)
 class ResourcesSection:
     """Env runners, environments per runner, learners, CPUs and GPUs."""
@@ -183,9 +188,14 @@ class ResourcesSection:
     # included (multi-agent environments; tune/process_vector_env.py): 2 puts a 2-core
     # machine's idle core to work while the demo's local runner samples.
     env_processes: int = 1
+    # Episodes a step (warm-start recording, validation, evaluation) plays in the driver
+    # when it has at most this many; more run as Ray tasks, one CPU each. A fresh Ray
+    # worker imports torch and RLlib before its first episode (tune/episode_tasks.py).
+    local_episodes: int = LOCAL_EPISODES
 
     def __post_init__(self) -> None:
         _positive_int("resources.num_env_runners", self.num_env_runners, 0)
+        _positive_int("resources.local_episodes", self.local_episodes, 0)
         _positive_int("resources.num_envs_per_env_runner", self.num_envs_per_env_runner)
         _positive_int("resources.env_processes", self.env_processes)
         if self.env_processes > self.num_envs_per_env_runner:

@@ -34,7 +34,8 @@ from typing import Any
 import numpy as np
 
 from envs.discounting import discounted_sums as discounted_returns  # per agent, axis 0
-from tune.experiment import ConfigError, ExperimentConfig
+from tune.episode_tasks import play_episodes
+from tune.experiment import LOCAL_EPISODES, ConfigError, ExperimentConfig
 
 
 @dataclasses.dataclass
@@ -121,25 +122,18 @@ def record_trajectories(
     seeds: list[int],
     gamma: float,
     improve: str | None = None,
+    local_episodes: int = LOCAL_EPISODES,
 ) -> Trajectories:
     """Play ``heuristic`` on one episode per seed (as :func:`tune.evaluation.multi_agent.
     run_episode` does) and record every live agent's observation and action per step.
 
     ``improve="hold"`` plays the heuristic improved by rollouts at its hold decisions
     (:class:`envs.pod.rollouts.HoldImprovedPolicy`) instead. Episodes run as Ray tasks
-    when Ray is up (one CPU each), in this process otherwise.
+    (one CPU each) when Ray is up and there are more than ``local_episodes``, in this
+    process otherwise (:func:`tune.episode_tasks.play_episodes`).
     """
-    import ray
-
-    if ray.is_initialized() and len(seeds) > 1:
-        remote = ray.remote(num_cpus=1)(record_episode)
-        episodes = ray.get(
-            [remote.remote(env_name, env_config, heuristic, seed, gamma, improve) for seed in seeds]
-        )
-    else:
-        episodes = [
-            record_episode(env_name, env_config, heuristic, seed, gamma, improve) for seed in seeds
-        ]
+    calls = [(env_name, env_config, heuristic, seed, gamma, improve) for seed in seeds]
+    episodes = play_episodes(record_episode, calls, local_episodes)
     episodes = [episode for episode in episodes if len(episode.actions)]
     if not episodes:
         raise ValueError(f"no agent steps recorded for seeds {seeds}")
@@ -162,6 +156,7 @@ def record_episode(
     seed: int,
     gamma: float,
     improve: str | None = None,
+    local_episodes: int = LOCAL_EPISODES,
 ) -> Trajectories:
     """One episode of :func:`record_trajectories` (possibly empty)."""
     from envs import make_env
@@ -512,11 +507,24 @@ def warm_start_clones(
         raise ConfigError("the experiment has no warm_start section")
     env_name, env_config = experiment.environment.name, dict(experiment.environment.config)
     gamma = experiment.algorithm.gamma
+    local = experiment.resources.local_episodes
     train = record_trajectories(
-        env_name, env_config, settings.heuristic, settings.training_seeds, gamma, settings.improve
+        env_name,
+        env_config,
+        settings.heuristic,
+        settings.training_seeds,
+        gamma,
+        settings.improve,
+        local,
     )
     heldout = record_trajectories(
-        env_name, env_config, settings.heuristic, settings.heldout_seeds, gamma, settings.improve
+        env_name,
+        env_config,
+        settings.heuristic,
+        settings.heldout_seeds,
+        gamma,
+        settings.improve,
+        local,
     )
     if log is not None:
         log(

@@ -85,11 +85,11 @@ def select(experiment: ExperimentConfig, candidates: list[Candidate]) -> Selecti
     :func:`chosen_index` picks from their :data:`SELECTION_METRIC` (the lowest mean, or
     the warm start unless a checkpoint is significantly lower).
 
-    Every (candidate, seed) episode is one task, all submitted at once when Ray runs
-    (else played here one by one), so the cores stay busy across candidates.
+    Every (candidate, seed) episode is one task, all submitted at once when Ray runs and
+    there are more than ``resources.local_episodes`` (else played here one by one), so the
+    cores stay busy across candidates.
     """
-    import ray
-
+    from tune.episode_tasks import play_episodes
     from tune.evaluation import finite_mean, learned_rows, run_episode
 
     if not candidates:
@@ -101,15 +101,15 @@ def select(experiment: ExperimentConfig, candidates: list[Candidate]) -> Selecti
     env_name = experiment.environment.name
     env_config = {**experiment.environment.config, **evaluation.environment}
     (row,) = learned_rows(evaluation.greedy)
-    play = ray.remote(num_cpus=1)(run_episode).remote if ray.is_initialized() else run_episode
-    episodes = [
-        [play(env_name, env_config, seed, row, candidate.modules) for seed in seeds]
+    calls = [
+        (env_name, env_config, seed, row, candidate.modules)
         for candidate in candidates
+        for seed in seeds
     ]
-    if ray.is_initialized():
-        episodes = [ray.get(per_seed) for per_seed in episodes]
+    played = play_episodes(run_episode, calls, experiment.resources.local_episodes)
+    values = [float(episode["metrics"][SELECTION_METRIC]) for episode in played]
     per_seed = [
-        [float(episode["metrics"][SELECTION_METRIC]) for episode in played] for played in episodes
+        values[index * len(seeds) : (index + 1) * len(seeds)] for index in range(len(candidates))
     ]
     scores = {
         candidate.label: finite_mean(values)

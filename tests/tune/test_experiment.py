@@ -86,6 +86,10 @@ def test_overrides_reach_nested_keys() -> None:
         ),
         ({"resources": {"env_processes": 0}}, r"resources.env_processes must be an integer >= 1"),
         (
+            {"resources": {"local_episodes": -1}},
+            r"resources.local_episodes must be an integer >= 0, got -1",
+        ),
+        (
             {"resources": {"num_envs_per_env_runner": 2, "env_processes": 3}},
             r"resources.env_processes \(3\) must not exceed resources.num_envs_per_env_runner "
             r"\(2\): each process steps at least one environment",

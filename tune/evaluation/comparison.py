@@ -81,7 +81,14 @@ def evaluate_experiment(
     if env_name in MULTI_AGENT_ENVIRONMENTS:
         from tune.evaluation.multi_agent import evaluate
 
-        table = evaluate(env_name, env_config, seeds, baselines, modules)
+        table = evaluate(
+            env_name,
+            env_config,
+            seeds,
+            baselines,
+            modules,
+            local_episodes=experiment.resources.local_episodes,
+        )
     else:
         table = _evaluate_single_agent(env_name, env_config, seeds, baselines, modules)
     return add_statistics(table, env_name)

@@ -9,7 +9,8 @@ heuristic policies are compared like for like. The learned policy plays twice: g
 actions drawn from its masked distribution with a torch generator seeded by the episode's
 seed, so a run repeats exactly). Both matter: a PPO policy is stochastic and its argmax can
 lock into sending the same job back to wait forever, while sampling adds noise a deployed
-scheduler would not have. Episodes run as Ray tasks when Ray is up, else in this process.
+scheduler would not have. Episodes run as Ray tasks when Ray is up and there are more than
+a few (``resources.local_episodes``), else in this process.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from envs.sim import SimulationResult
+from tune.episode_tasks import play_episodes
 from tune.evaluation.common import (
     DEFAULT_GREEDY,
     LEARNED,
@@ -27,6 +29,7 @@ from tune.evaluation.common import (
     is_learned,
     learned_rows,
 )
+from tune.experiment import LOCAL_EPISODES
 
 
 def policy_actions(
@@ -159,6 +162,7 @@ def evaluate(
     baselines: list[str],
     modules: dict[str, str] | None = None,
     greedy: bool | None = None,
+    local_episodes: int = LOCAL_EPISODES,
 ) -> dict[str, dict[str, Any]]:
     """``{policy: {"metrics": mean metrics over seeds, "episodes": per-seed metrics,
     "seeds", "jct": all jobs' JCTs, "episode_return": mean return}}``.
@@ -166,22 +170,13 @@ def evaluate(
     The learned policy is included when ``modules`` (module id -> checkpoint path) is
     given: as both rows ``learned-greedy`` and ``learned-sampled`` (``greedy=None``), or
     only the greedy (``True``) or the sampled (``False``) one. Its rows come first, then
-    ``baselines`` in order; ``episodes[i]`` is the episode of ``seeds[i]``.
+    ``baselines`` in order; ``episodes[i]`` is the episode of ``seeds[i]``. Episodes run
+    as Ray tasks when Ray is up and there are more than ``local_episodes`` of them
+    (:func:`tune.episode_tasks.play_episodes`), in this process otherwise.
     """
-    import ray
-
     policies = (learned_rows(greedy) if modules else []) + list(baselines)
-    jobs = [(policy, seed) for policy in policies for seed in seeds]
-    if ray.is_initialized():
-        remote = ray.remote(num_cpus=1)(run_episode)
-        episodes = ray.get(
-            [remote.remote(env_name, env_config, seed, policy, modules) for policy, seed in jobs]
-        )
-    else:
-        # The policy name carries the learned mode, so this path cannot drop it.
-        episodes = [
-            run_episode(env_name, env_config, seed, policy, modules) for policy, seed in jobs
-        ]
+    calls = [(env_name, env_config, seed, policy, modules) for policy in policies for seed in seeds]
+    episodes = play_episodes(run_episode, calls, local_episodes)
     table: dict[str, dict[str, Any]] = {}
     for policy in policies:
         mine = [episode for episode in episodes if episode["policy"] == policy]
