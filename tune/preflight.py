@@ -233,9 +233,10 @@ def _demand(resources: Any) -> str:
     )
 
 
-# Resource settings Ray's request does not count: environments per runner, and the helper
-# processes that step them (they use the runner's idle time, not a CPU of their own).
-NOT_REQUESTED = ("num_envs_per_env_runner", "env_processes")
+# Resource settings Ray's request does not count: environments per runner, the helper
+# processes that step them (they use the runner's idle time, not a CPU of their own), and
+# how many episodes a step plays in the driver (the driver's own CPU, outside any trial).
+NOT_REQUESTED = ("num_envs_per_env_runner", "env_processes", "local_episodes")
 
 
 def _text(error: BaseException) -> str:
