@@ -21,11 +21,8 @@ def test_without_ray_every_call_plays_here_in_order() -> None:
     assert not ray.is_initialized()
     calls = [(index, index % 2 == 0) for index in range(6)]
     played = play_episodes(where_and_what, calls, local_at_most=0)
-    assert played == [(os.getpid(), 0), (os.getpid(), -1), (os.getpid(), 4)] + [
-        (os.getpid(), -3),
-        (os.getpid(), 16),
-        (os.getpid(), -5),
-    ]
+    here = os.getpid()
+    assert played == [(here, 0), (here, -1), (here, 4), (here, -3), (here, 16), (here, -5)]
 
 
 def test_a_negative_bound_is_refused() -> None:
