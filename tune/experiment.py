@@ -134,7 +134,10 @@ class AlgorithmSection:
 
     ``minibatch_size``, ``num_epochs``, ``entropy_coeff``, ``clip_param`` and ``lambda_``
     apply to PPO and APPO only; DQN's own settings (``replay_buffer_config``, ``epsilon``,
-    ``target_network_update_freq``, ...) go in ``extra``.
+    ``target_network_update_freq``, ...) go in ``extra``. ``min_env_steps_per_iteration``:
+    the env steps one training iteration samples at least (RLlib's reporting setting
+    ``min_sample_timesteps_per_iteration``); None keeps the algorithm's own (DQN 1,000, PPO
+    none beyond its ``train_batch_size``).
     """
 
     name: str = "PPO"
@@ -146,6 +149,7 @@ class AlgorithmSection:
     entropy_coeff: float = 0.01
     clip_param: float = 0.2
     lambda_: float = 0.95
+    min_env_steps_per_iteration: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -164,6 +168,8 @@ class AlgorithmSection:
             )
         if not self.entropy_coeff >= 0:
             raise ConfigError(f"algorithm.entropy_coeff must be >= 0, got {self.entropy_coeff}")
+        if self.min_env_steps_per_iteration is not None:
+            _positive_int("algorithm.min_env_steps_per_iteration", self.min_env_steps_per_iteration)
 
 
 #: ``resources.local_episodes``'s default: a one-seed evaluation of the learned policy's

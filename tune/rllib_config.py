@@ -146,6 +146,10 @@ def algorithm_config(
     learner_config = extra.pop("learner_config_dict", None)
     training.update(extra)
     config = config.training(**training)
+    if algorithm.min_env_steps_per_iteration is not None:
+        config = config.reporting(
+            min_sample_timesteps_per_iteration=algorithm.min_env_steps_per_iteration
+        )
     if learner_config is not None:
         # RLlib 2.60 takes it in .learners(); .training() warns it is deprecated.
         config = config.learners(learner_config_dict=learner_config)

@@ -485,9 +485,10 @@ def test_a_dqn_sweep_with_asha_and_optuna(tmp_path: Path, sqlite_uri: str) -> No
         "sweep.scheduler_config.grace_period=1",
         "environment.config.num_jobs=50",
         "algorithm.extra.num_steps_sampled_before_learning_starts=100",
-        # One replayed sample per sampled step: 31 updates an iteration of 1,000 env steps
-        # instead of the config's 250.
+        # One replayed sample per sampled step (one update per 32 sampled steps instead of
+        # per 4), in iterations of 250 env steps instead of DQN's 1,000.
         "algorithm.extra.training_intensity=1",
+        "algorithm.min_env_steps_per_iteration=250",
     ]
     result = run_program(
         "tune/sweep.py",

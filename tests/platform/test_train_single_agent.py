@@ -35,8 +35,9 @@ CASES = {
             "algorithm.train_batch_size=16",
             "algorithm.extra.replay_buffer_config.capacity=2000",
             "algorithm.extra.num_steps_sampled_before_learning_starts=200",
-            # One update per 16 sampled steps: ~60 per 1000-step iteration.
+            # One update per 16 sampled steps; iterations of 250 env steps, not DQN's 1,000.
             "algorithm.extra.training_intensity=1",
+            "algorithm.min_env_steps_per_iteration=250",
         ],
         "Sced2QModule",
         "qf_loss",
@@ -91,7 +92,12 @@ def test_two_iterations_train_and_the_module_acts_legally(config: str, tmp_path:
     [trial] = (tmp_path / "results" / experiment.name).glob(f"{experiment.algorithm.name}_*")
     rows = [json.loads(line) for line in (trial / "result.json").open()]
     assert [row["training_iteration"] for row in rows] == [1, 2]
-    assert rows[-1]["env_runners"]["num_env_steps_sampled_lifetime"] > 0
+    sampled = [row["env_runners"]["num_env_steps_sampled_lifetime"] for row in rows]
+    steps = experiment.algorithm.min_env_steps_per_iteration
+    if steps is None:
+        assert 0 < sampled[0] < sampled[1]
+    else:  # each iteration stops once it has its steps (the last sample may overshoot)
+        assert steps <= sampled[0] < 2 * steps and 2 * steps <= sampled[1] < 3 * steps
     assert math.isfinite(rows[-1]["learners"]["default_policy"][loss])
 
     path = module_paths(payload["checkpoint"], ["default_policy"])["default_policy"]

@@ -86,6 +86,10 @@ def test_overrides_reach_nested_keys() -> None:
         ),
         ({"resources": {"env_processes": 0}}, r"resources.env_processes must be an integer >= 1"),
         (
+            {"algorithm": {"min_env_steps_per_iteration": 0}},
+            r"algorithm.min_env_steps_per_iteration must be an integer >= 1, got 0",
+        ),
+        (
             {"resources": {"local_episodes": -1}},
             r"resources.local_episodes must be an integer >= 0, got -1",
         ),

@@ -31,6 +31,15 @@ def test_resources_reach_rllib() -> None:
     assert config.episodes_to_numpy is False
 
 
+def test_an_iteration_samples_the_env_steps_the_config_names() -> None:
+    # Unset: the algorithm's own rule (PPO: none beyond its batch; DQN: 1,000 env steps).
+    assert algorithm_config(config_from_dict(SMALL_POD)).min_sample_timesteps_per_iteration == 0
+    dqn = {**SMALL_POD, "algorithm": {"name": "DQN"}, "model": {"name": "pod_mlp"}}
+    assert algorithm_config(config_from_dict(dqn)).min_sample_timesteps_per_iteration == 1000
+    shorter = {**dqn, "algorithm": {"name": "DQN", "min_env_steps_per_iteration": 200}}
+    assert algorithm_config(config_from_dict(shorter)).min_sample_timesteps_per_iteration == 200
+
+
 def test_tune_gets_each_algorithm_as_its_class() -> None:
     from ray.rllib.algorithms.appo import APPO
     from ray.rllib.algorithms.dqn import DQN
