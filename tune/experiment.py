@@ -453,7 +453,9 @@ class WarmStartSection:
     teacher the heuristic improved by rollouts at its hold decisions
     (:mod:`envs.pod.rollouts`: where the plan would spread a job that fits in one server,
     the rest of the episode is simulated as planned and with the job held back, and the
-    better is played); None (default) clones the heuristic itself. ``decision_weight``
+    better is played); "hold-first" asks the same at every placement of a job's first
+    task (held one round), which is what a patient heuristic, one that never spreads such
+    a job, leaves to improve; None (default) clones the heuristic itself. ``decision_weight``
     weighs the rows whose action the rollouts decided in the clone's loss (the others
     weigh 1): a few dozen an episode among thousands of advised ones, they carry what the
     clone must learn beyond the advice.

@@ -127,7 +127,8 @@ def record_trajectories(
     """Play ``heuristic`` on one episode per seed (as :func:`tune.evaluation.multi_agent.
     run_episode` does) and record every live agent's observation and action per step.
 
-    ``improve="hold"`` plays the heuristic improved by rollouts at its hold decisions
+    ``improve`` ("hold" or "hold-first", :data:`envs.pod.rollouts.IMPROVEMENTS`) plays
+    the heuristic improved by rollouts at its hold candidates
     (:class:`envs.pod.rollouts.HoldImprovedPolicy`) instead. Episodes run as Ray tasks
     (one CPU each) when Ray is up and there are more than ``local_episodes``, in this
     process otherwise (:func:`tune.episode_tasks.play_episodes`).
@@ -162,13 +163,13 @@ def record_episode(
     from envs import make_env
     from envs.pod.credit import CREDITED_REWARDS
     from envs.pod.heuristic import HeuristicPodPolicy
-    from envs.pod.rollouts import HoldImprovedPolicy
+    from envs.pod.rollouts import IMPROVEMENTS, HoldImprovedPolicy
 
     env = make_env(env_name, **env_config)
     observations, _ = env.reset(seed=seed)
     driver = (
-        HoldImprovedPolicy(env, heuristic, seed=seed)
-        if improve == "hold"
+        HoldImprovedPolicy(env, heuristic, seed=seed, rule=IMPROVEMENTS[improve])
+        if improve is not None
         else HeuristicPodPolicy(env, heuristic, seed=seed)
     )
     # Per step: (agent, observation, action) of every agent that acted, and the rewards.

@@ -24,6 +24,14 @@ from the observation alone when holding pays, with no simulation at decision tim
 Cost: two simulated continuations per candidate (the "as planned" one shared by the
 candidates of a step until one of them holds); a few dozen candidates per episode on the
 contended fat-tree, about 10-20 s an episode on one core.
+
+A patient base (``dsif-patient`` and the table's other ``*-patient`` orderings) holds a
+job itself instead of spreading it, so it meets no such candidate. ``rule="first"``
+(``warm_start.improve: hold-first``) asks the question at **every** placement of a job's
+first task instead: the plan now, or the job sent back to wait this round only (the
+heuristic from the next round on). Over ``dsif-patient+quiet-packing`` on the contended
+validation workloads that teacher is about 3% better than the heuristic, at some 215
+candidates and about 130 s an episode on one core.
 """
 
 from __future__ import annotations
@@ -38,19 +46,36 @@ from envs.pod.heuristic import HeuristicPodPolicy
 if TYPE_CHECKING:
     from envs.pod.env import PodSchedulingEnv
 
-#: Names of the rollout improvements ``warm_start.improve`` accepts.
-IMPROVEMENTS = ("hold",)
+#: Which placements are hold candidates: "spread" (the plan spreads a job that fits one
+#: server; held while the plan still spreads it) or "first" (every first task; held one
+#: round).
+CANDIDATE_RULES = ("spread", "first")
+
+#: The rollout improvements ``warm_start.improve`` accepts, and the candidate rule of each.
+IMPROVEMENTS = {"hold": "spread", "hold-first": "first"}
 
 
 class HoldImprovedPolicy:
-    """``ordering+placement``'s actions, each hold candidate decided by two rollouts."""
+    """``ordering+placement``'s actions, each hold candidate decided by two rollouts.
+
+    ``rule`` (one of :data:`CANDIDATE_RULES`) says which placements are candidates;
+    ``max_hold_rounds`` bounds the later rounds a held job is sent back again while the
+    plan still spreads it ("spread" only: under "first" a job is held for this round)."""
 
     def __init__(
-        self, env: PodSchedulingEnv, heuristic: str, seed: int = 0, max_hold_rounds: int = 100
+        self,
+        env: PodSchedulingEnv,
+        heuristic: str,
+        seed: int = 0,
+        max_hold_rounds: int = 100,
+        rule: str = "spread",
     ) -> None:
+        if rule not in CANDIDATE_RULES:
+            raise ValueError(f"rule={rule!r}; allowed: {', '.join(CANDIDATE_RULES)}")
         self.env = env
         self.base = HeuristicPodPolicy(env, heuristic, seed=seed)
-        self.max_hold_rounds = max_hold_rounds
+        self.rule = rule
+        self.max_hold_rounds = max_hold_rounds if rule == "spread" else 0
         self.candidates = 0  # hold candidates met so far
         self.holds = 0  # of which held
         self.decided: list[str] = []  # agents whose action of the last step rollouts chose
@@ -62,7 +87,7 @@ class HoldImprovedPolicy:
         wait = env.builder.num_actions - 1
         planned_cost: float | None = None
         self.decided = []
-        for agent, job in hold_candidates(env, base, actions):
+        for agent, job in hold_candidates(env, base, actions, self.rule):
             self.candidates += 1
             self.decided.append(agent)
             if planned_cost is None:
@@ -76,10 +101,11 @@ class HoldImprovedPolicy:
 
 
 def hold_candidates(
-    env: PodSchedulingEnv, base: HeuristicPodPolicy, actions: dict[str, int]
+    env: PodSchedulingEnv, base: HeuristicPodPolicy, actions: dict[str, int], rule: str = "spread"
 ) -> list[tuple[str, int]]:
-    """(agent, job) of every agent whose ``actions`` entry places the first task of a job
-    that ``base``'s plan spreads over servers though the whole job fits in one server."""
+    """(agent, job) of every agent whose ``actions`` entry places the first task of a job:
+    any such job under ``rule="first"``; under "spread" one that ``base``'s plan spreads
+    over servers though the whole job fits in one server."""
     round_ = env.round
     if round_ is None:
         return []
@@ -93,6 +119,9 @@ def hold_candidates(
             continue
         head = round_.head(index)
         if head is None or head.task != 0 or head.job not in base.plan:
+            continue
+        if rule == "first":
+            found.append((agent, head.job))
             continue
         groups = base.plan[head.job]
         if len(np.unique(cluster.group_server[groups])) < 2:

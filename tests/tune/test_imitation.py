@@ -311,7 +311,7 @@ def test_the_saved_module_loads_into_the_algorithm(ray_local, tmp_path: Path) ->
         ),
         (
             {"warm_start": {"improve": "forward"}},
-            r"warm_start.improve='forward'; allowed: hold or null",
+            r"warm_start.improve='forward'; allowed: hold, hold-first or null",
         ),
         (
             {"warm_start": {"decision_weight": 0}},

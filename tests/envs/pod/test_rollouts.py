@@ -10,6 +10,8 @@ from envs.pod.heuristic import HeuristicPodPolicy
 from envs.pod.rollouts import HoldImprovedPolicy, continuation_cost, hold_candidates
 
 HEURISTIC = "dsif+locality"
+#: The contended setting's teacher: patient, so it never spreads a job that fits a server.
+PATIENT = "dsif-patient+quiet-packing"
 
 
 def contended(**overrides: object) -> PodSchedulingEnv:
@@ -86,3 +88,41 @@ def test_candidates_are_spread_plans_of_jobs_that_fit_one_server() -> None:
             assert gpus.sum() <= largest
         env.step(actions)
     assert seen > 0
+
+
+def test_a_patient_plan_meets_spread_candidates_never_but_first_placements_often() -> None:
+    env = contended()
+    env.reset(seed=1)
+    base = HeuristicPodPolicy(env, PATIENT, seed=1)
+    spread = first = 0
+    while env.agents:
+        actions = base.actions()
+        spread += len(hold_candidates(env, base, actions))
+        for agent, job in hold_candidates(env, base, actions, rule="first"):
+            first += 1
+            head = env.round.head(env.possible_agents.index(agent))
+            assert head.job == job and head.task == 0
+            assert actions[agent] != env.builder.num_actions - 1
+        env.step(actions)
+    assert spread == 0 and first > 0
+
+
+def test_holding_at_first_placements_improves_on_the_patient_plan() -> None:
+    # One step of policy iteration over a deterministic episode: the teacher plays the
+    # plan unless holding a job one round (then the plan) costs less over the rest of the
+    # episode, so it never does worse than the plan. On this workload (30 jobs) two of 55
+    # first placements are held, and the total time in system falls 218,420 -> 216,125 s.
+    env = contended(num_jobs=30)
+    env.reset(seed=1)
+    planned = play(env, HeuristicPodPolicy(env, PATIENT, seed=1))
+    env.reset(seed=1)
+    improved = HoldImprovedPolicy(env, PATIENT, seed=1, rule="first")
+    assert play(env, improved) < planned
+    assert 0 < improved.holds <= improved.candidates and improved.max_hold_rounds == 0
+
+
+def test_an_unknown_candidate_rule_is_refused() -> None:
+    env = contended()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"rule='every'; allowed: spread, first"):
+        HoldImprovedPolicy(env, PATIENT, rule="every")
