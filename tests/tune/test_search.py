@@ -108,8 +108,9 @@ def test_a_bad_sweep_section_names_the_key(sweep: dict, message: str) -> None:
             TINY,
             {"algorithm.learning_rate": {"choice": [1e-4]}},
             "sweep.space.algorithm.learning_rate: not an algorithm setting; allowed: "
-            "algorithm.<one of clip_param, entropy_coeff, gamma, lambda_, lr, minibatch_size, "
-            "num_epochs, train_batch_size> or algorithm.extra.<a PPO training setting>",
+            "algorithm.<one of clip_param, entropy_coeff, gamma, lambda_, lr, "
+            "min_env_steps_per_iteration, minibatch_size, num_epochs, train_batch_size> or "
+            "algorithm.extra.<a PPO training setting>",
         ),
     ],
 )
