@@ -41,6 +41,9 @@ class PodSchedulingConfig:
     arrive at a uniformly random scheduler or at the workload's partition.
     ``room_features``: add, for the job being placed, each target's server room and each
     forward target's best room (:mod:`envs.pod.room`) to 001's observation.
+    ``release_features``: add each target's GPUs (and its server's) that running jobs are
+    expected to release within one interval (:mod:`envs.pod.release`): whether room frees
+    up by the next round, which the queue-first job slots do not show on a busy cluster.
     ``queue_order``: the order in which each scheduler takes the jobs of its queue at the
     start of a round -- "arrival" (001) or "ideal-time" (shortest ideal run time first,
     002's SIF rule; ties by arrival). ``job_times``: add how long each job runs (its
@@ -84,6 +87,7 @@ class PodSchedulingConfig:
     interference: bool | None = None
     communication: bool | None = None
     room_features: bool = False
+    release_features: bool = False
     queue_order: str = "arrival"
     job_times: bool = False
     advice: str | None = None
@@ -121,7 +125,7 @@ class PodSchedulingConfig:
             raise ValueError(
                 f"interval_s must be a positive number of seconds, got {self.interval_s}"
             )
-        for name in ("room_features", "job_times"):
+        for name in ("room_features", "release_features", "job_times"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.advice is not None:

@@ -273,6 +273,18 @@ class PodSchedulingEnv(ParallelEnv):
             self.agents = []
         return observations, reward_dict, terminations, truncations, infos
 
+    def observe_masks_only(self) -> None:
+        """From now on return only each agent's action mask, as ``reset``'s ``masks_only``
+        option does, and give no advice.
+
+        For simulating ahead on a copy (the rollouts of :mod:`envs.pod.rollouts`): what
+        happens depends on the actions alone, and the masks judge them, so the dynamics
+        are those of the full environment; building the full observations was most of a
+        step's time and nobody reads them there.
+        """
+        self._masks_only = True
+        self.advisor = None
+
     # ------------------------------------------------------------------ internals
     def _workload_catalog(self) -> str:
         """The model catalog of this environment's jobs (it sizes the observation)."""

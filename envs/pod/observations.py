@@ -6,11 +6,14 @@ n/e = the largest partition's nodes/edges, P = schedulers, A = actions):
 ======================  ==============  ====================================================
 key                     shape           content
 ======================  ==============  ====================================================
-node_features           [n, L + R + 2N] GPU-group (or server) nodes: c = free GPUs and cores
+node_features           [n, L+R+S+2N]   GPU-group (or server) nodes: c = free GPUs and cores
                                         (fractions of the largest group/socket), with
                                         ``room_features`` R = 3 room columns (its server's
                                         free GPUs, room for the whole job, the job's tasks
-                                        on the server; else R = 0), d =
+                                        on the server; else R = 0), with
+                                        ``release_features`` S = 2 columns (its GPUs and its
+                                        server's that running jobs release within one
+                                        interval: :mod:`envs.pod.release`; else S = 0), d =
                                         workers and PSs of each of the N jobs on the node;
                                         0 elsewhere
 node_type               [n, 5]          one-hot gpu_group/socket/switch/server/scheduler
@@ -60,6 +63,7 @@ from gymnasium import spaces
 from envs.pod.config import PodSchedulingConfig
 from envs.pod.decisions import DecisionRound, JobInProgress
 from envs.pod.layout import ClusterLayout
+from envs.pod.release import RELEASE_FEATURES, ReleaseFeatures
 from envs.pod.room import FORWARD_ROOM_FEATURES, TARGET_ROOM_FEATURES, RoomFeatures
 from envs.sim import Simulator
 from envs.topology.views import VIEW_NODE_TYPES
@@ -91,8 +95,10 @@ class ObservationBuilder:
                 np.add.reduceat(cluster.socket_cores, cluster.server_socket_offsets[:-1]).max()
             )
         room_columns = TARGET_ROOM_FEATURES if config.room_features else 0
+        self.release_column = NUM_RESOURCES + room_columns
+        release_columns = RELEASE_FEATURES if config.release_features else 0
         # Where the d columns (tasks of each concurrent job) start.
-        self.slot_column = NUM_RESOURCES + room_columns
+        self.slot_column = self.release_column + release_columns
         self.node_feature_size = self.slot_column + 2 * config.max_jobs
         self.time_columns = 1 if config.job_times else 0
         self.demand_size = 2 * (1 + NUM_RESOURCES) + self.time_columns
@@ -151,6 +157,11 @@ class ObservationBuilder:
         self.room = (
             RoomFeatures(layout, self.forward_targets, self._target_ids, self._target_valid)
             if config.room_features
+            else None
+        )
+        self.release = (
+            ReleaseFeatures(layout, self._target_ids, self._target_valid)
+            if config.release_features
             else None
         )
         self._demand_table = np.zeros((0, self.demand_size), dtype=np.float32)
@@ -269,7 +280,13 @@ class ObservationBuilder:
         forward_room = None
         if self.room is not None:
             target_room, forward_room = self.room.compute(round_, free_gpus, free_cores)
-            features[:, : self.layout.max_targets, NUM_RESOURCES : self.slot_column] = target_room
+            features[:, : self.layout.max_targets, NUM_RESOURCES : self.release_column] = (
+                target_room
+            )
+        if self.release is not None:
+            features[:, : self.layout.max_targets, self.release_column : self.slot_column] = (
+                self.release.compute(sim, self.config.interval_s)
+            )
         inter = self.layout.inter
         shared = {
             "schedulers": self._summaries(sim, round_, running_in, free_gpus, free_cores),

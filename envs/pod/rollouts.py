@@ -154,8 +154,8 @@ def continuation_cost(
     still spreads it, for at most ``max_hold_rounds`` rounds."""
     env_copy, base_copy = copy.deepcopy((env, base))
     base_copy.keep_plan_of(base)
-    if env.advisor is not None:
-        env_copy.advisor.policy.keep_plan_of(env.advisor.policy)
+    # Nobody reads the copy's observations: its steps build the masks alone.
+    env_copy.observe_masks_only()
     wait = env.builder.num_actions - 1
     env_copy.step(actions)
     held_rounds = 0

@@ -19,7 +19,7 @@ POD_OPTIONS = (
     "trace_format, trace_params, interval_s, max_jobs, forward_limit, level, "
     "fuse_top_switches, reward, credit, contention_weight, illegal_action_penalty, "
     "horizon_intervals, others, home, perf, interference, communication, room_features, "
-    "queue_order, job_times, advice, interference_coefficients"
+    "release_features, queue_order, job_times, advice, interference_coefficients"
 )
 GNN_KEYS = (
     "hidden, inner_layers, inter_layers, encoder_hidden, head_hidden, edge_network, "

@@ -164,3 +164,59 @@ def test_room_features_state_where_the_whole_job_fits() -> None:
         observations, *_ = env.step(actions)
     # Empty and partly busy partitions were seen, and jobs half placed on a target's server.
     assert seen_full and seen_partial and seen_placed
+
+
+@pytest.mark.parametrize("level", ["device", "server"])
+def test_release_features_count_the_gpus_freed_within_one_interval(level: str) -> None:
+    """On a busy fat-tree k=4 of power8 servers (2 groups x 2 GPUs each), at every step:
+    each target shows the GPUs that running jobs expected to finish within one interval
+    hold on it (over 2 per group, or 4 per server) and on its server (over 4), recounted
+    job by job from the jobs' placements and remaining times; room features stay in their
+    columns before them; padded targets show 0."""
+    env = PodSchedulingEnv(
+        num_jobs=30,
+        room_features=True,
+        release_features=True,
+        level=level,
+        workload_params={"rate": 8.0},
+    )
+    builder = env.builder
+    assert builder.release_column == 2 + 3 and builder.slot_column == 2 + 3 + 2
+    space = env.observation_space("scheduler_0")
+    assert space["node_features"].shape[1] == builder.slot_column + 2 * env.config.max_jobs
+    cluster = env.cluster
+    rng = np.random.default_rng(1)
+    observations, _ = env.reset(seed=1)
+    seen_soon = seen_later = 0
+    while env.agents:
+        sim = env.sim
+        per_group = np.zeros(cluster.num_gpu_groups)
+        for job in sim.running_jobs():
+            left = float(sim.remaining_time(np.array([job]))[0])
+            groups = cluster.gpu_group[np.flatnonzero(sim.gpu_job == job)]
+            if left <= env.config.interval_s:
+                np.add.at(per_group, groups, 1.0)
+                seen_soon += 1
+            else:
+                seen_later += 1
+        per_server = np.add.reduceat(per_group, cluster.server_group_offsets[:-1])
+        for index, agent in enumerate(env.possible_agents):
+            observation = observations[agent]
+            assert space.contains(observation)
+            columns = observation["node_features"][:, 5:7]
+            part = env.layout.partitions[index]
+            count = len(part.targets)
+            if level == "device":
+                own, servers = per_group[part.targets] / 2.0, cluster.group_server[part.targets]
+            else:
+                own, servers = per_server[part.targets] / 4.0, part.targets
+            np.testing.assert_allclose(columns[:count, 0], own)
+            np.testing.assert_allclose(columns[:count, 1], per_server[servers] / 4.0)
+            assert not columns[count:].any()
+        actions = {}
+        for agent in env.agents:
+            valid = np.flatnonzero(observations[agent]["action_mask"])
+            actions[agent] = int(rng.choice(valid[:-1])) if len(valid) > 1 else int(valid[-1])
+        observations, *_ = env.step(actions)
+    # Jobs finishing within the interval and jobs running longer were both seen.
+    assert seen_soon > 10 and seen_later > 10

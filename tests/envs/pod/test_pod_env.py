@@ -347,3 +347,34 @@ def test_a_masks_only_episode_is_the_full_episode_without_features() -> None:
     assert not lean.agents and steps > 10
     assert np.array_equal(lean.sim.finish_time, full.sim.finish_time)
     assert (lean.sim.status == JobStatus.FINISHED).all()
+
+
+def test_observing_masks_only_mid_episode_keeps_the_episode() -> None:
+    """``observe_masks_only()`` after 25 full steps: from the next step on observations
+    hold only the masks and no advice is given, and the masks, rewards and schedule stay
+    those of an identical episode that keeps observing everything."""
+    settings = {"num_jobs": 30, "advice": "dsif+locality", "room_features": True}
+    full, lean = PodSchedulingEnv(**settings), PodSchedulingEnv(**settings)
+    full_obs, _ = full.reset(seed=5)
+    lean_obs, _ = lean.reset(seed=5)
+    full_driver = HeuristicPodPolicy(full, "fifo+packing", seed=5)
+    lean_driver = HeuristicPodPolicy(lean, "fifo+packing", seed=5)
+    steps = 0
+    while full.agents:
+        if steps == 25:
+            lean.observe_masks_only()
+            assert lean.advisor is None
+        if steps > 25:
+            assert set(lean_obs["scheduler_0"]) == {"action_mask"}
+        else:
+            assert "advice" in lean_obs["scheduler_0"]
+        for agent in full.possible_agents:
+            assert np.array_equal(lean_obs[agent]["action_mask"], full_obs[agent]["action_mask"])
+        actions = full_driver.actions()
+        assert lean_driver.actions() == actions
+        full_obs, full_rewards, *_ = full.step(actions)
+        lean_obs, lean_rewards, *_ = lean.step(actions)
+        assert lean_rewards == full_rewards
+        steps += 1
+    assert not lean.agents and steps > 40
+    assert np.array_equal(lean.sim.finish_time, full.sim.finish_time)
