@@ -31,7 +31,11 @@ job itself instead of spreading it, so it meets no such candidate. ``rule="first
 first task instead: the plan now, or the job sent back to wait this round only (the
 heuristic from the next round on). Over ``dsif-patient+quiet-packing`` on the contended
 validation workloads that teacher is about 3% better than the heuristic, at some 215
-candidates and about 130 s an episode on one core.
+candidates an episode. The copies step on action masks alone
+(:meth:`~envs.pod.env.PodSchedulingEnv.observe_masks_only`): nobody reads their
+observations, whose building was half of a continuation's time. One contended episode
+(seed 2000) takes 24 s of one core on the faster machine of 2026-11-29, against 53 s with
+full observations, for the same 6 holds of 214 candidates.
 """
 
 from __future__ import annotations
