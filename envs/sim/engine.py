@@ -232,8 +232,12 @@ class Simulator:
         self._link_members: list[set[int]] = [set() for _ in range(cluster.num_links)]
         self._stale: set[int] = set()
         self._running: np.ndarray | None = None
-        self._remaining = np.full(num_jobs, np.inf)
+        # One slot per job, and one more that stays 0.0: a free GPU's job -1 reads it.
+        self._remaining = np.full(num_jobs + 1, np.inf)
+        self._remaining[-1] = 0.0
+        self._busy_gpus = 0  # GPUs held by running jobs (the timeline's busy count)
         self._remaining_ids = np.zeros(0, dtype=np.int64)
+        self._remaining_running = np.zeros(0)  # the buffer's values at _remaining_ids
         self._remaining_fresh = False
         self._remaining_at = -1.0
         self._job_tasks: dict[int, _JobPlacement] = {}
@@ -309,23 +313,43 @@ class Simulator:
 
     def remaining_time(self, jobs: np.ndarray | None = None) -> np.ndarray:
         """Seconds left for jobs at their current speed (inf for jobs not running)."""
+        self._update_remaining()
+        if jobs is None:
+            return self._remaining[:-1].copy()
+        return self._remaining[np.asarray(jobs)]
+
+    def _running_remaining(self) -> np.ndarray:
+        """:meth:`remaining_time` of :meth:`running_jobs`, in their order, read-only: the
+        values the last update computed for exactly these jobs, without a gather."""
+        self._update_remaining()
+        running = self.running_jobs()
+        if self._remaining_ids is running:
+            return self._remaining_running
+        return self._remaining[running]  # the running list was rebuilt since (same jobs)
+
+    def _update_remaining(self) -> None:
+        """Bring the remaining-time buffer up to now and to the jobs' current speeds."""
         self._refresh()
-        if not self._remaining_fresh or self._remaining_at != self.now:
-            # One persistent buffer: only the running entries change, so nothing of the
-            # workload's size is allocated per event.
-            buffer = self._remaining
+        if self._remaining_fresh and self._remaining_at == self.now:
+            return
+        # One persistent buffer: only the running entries change, so nothing of the
+        # workload's size is allocated per event.
+        buffer = self._remaining
+        ids = self.running_jobs()
+        if ids is not self._remaining_ids:  # the same array holds the same jobs
             buffer[self._remaining_ids] = np.inf
-            ids = self.running_jobs()
-            left = self.work_total[ids] - self.work_done[ids]
-            if self._stalls_end > self.now:
-                stall = np.maximum(self.stall_until[ids] - self.now, 0.0)
-                buffer[ids] = stall + left / self._rate[ids]
-            else:  # no stall: adding 0.0 changes no value (left is never -0.0)
-                buffer[ids] = left / self._rate[ids]
-            self._remaining_ids = ids
-            self._remaining_at = self.now
-            self._remaining_fresh = True
-        return self._remaining.copy() if jobs is None else self._remaining[np.asarray(jobs)]
+        left = self.work_total[ids] - self.work_done[ids]
+        if self._stalls_end > self.now:
+            stall = np.maximum(self.stall_until[ids] - self.now, 0.0)
+            values = stall + left / self._rate[ids]
+        else:  # no stall: adding 0.0 changes no value (left is never -0.0)
+            values = left / self._rate[ids]
+        buffer[ids] = values
+        values.flags.writeable = False
+        self._remaining_running = values
+        self._remaining_ids = ids
+        self._remaining_at = self.now
+        self._remaining_fresh = True
 
     def expected_duration(self, jobs: np.ndarray) -> np.ndarray:
         """Ideal seconds of remaining work at the requested worker count (SRTF, SJF)."""
@@ -642,6 +666,7 @@ class Simulator:
         self.speed_factor[job] = speed_factor
         self.running_workers[job] = record.workers
         self.running_gpus[job] = int(record.task_gpus.sum())
+        self._busy_gpus += int(self.running_gpus[job])
         if np.isnan(self.first_start[job]):
             self.first_start[job] = self.now
         else:
@@ -664,6 +689,7 @@ class Simulator:
         self._remaining_fresh = False
         self._rate[job] = 0.0
         self.running_workers[job] = 0
+        self._busy_gpus -= int(self.running_gpus[job])
         self.running_gpus[job] = 0
 
     def _apply_load(self, job: int, record: _JobPlacement, sign: int) -> None:
@@ -820,7 +846,7 @@ class Simulator:
         next_completion = math.inf
         running = self.running_jobs()
         if len(running):
-            next_completion = float(self.remaining_time(running).min()) + self.now
+            next_completion = float(self._running_remaining().min()) + self.now
         return min(next_completion, self._events.peek_time())
 
     def _advance(self, time: float) -> None:
@@ -854,7 +880,7 @@ class Simulator:
             if seen_at == self.now and seen_running is running:
                 return False
         tolerance = _RELATIVE_TIME_TOLERANCE * max(1.0, self.now)
-        due = running[self.remaining_time(running) <= tolerance]
+        due = running[self._running_remaining() <= tolerance]
         self._completions_seen = (self.now, running) if not len(due) else None
         self.events += len(due)
         for job in due.tolist():
@@ -890,15 +916,14 @@ class Simulator:
         running = self.running_jobs()
         fragmentation = 0.0
         if len(running):
-            # Every GPU reads a job's remaining time (a free one's -1 reads the last
-            # job's), then free GPUs count 0.
-            remaining = np.minimum(self.remaining_time(self.gpu_job), 1e12)
-            gpu_remaining = np.where(self.gpu_job >= 0, remaining, 0.0)
+            # Every GPU reads its job's remaining time; a free one's -1 reads the
+            # buffer's last slot, 0.0.
+            gpu_remaining = np.minimum(self.remaining_time(self.gpu_job), 1e12)
             fragmentation = server_fragmentation(self.cluster, gpu_remaining)
         self.timeline.record(
             self.now,
             (
-                int(self.running_gpus[running].sum()),
+                self._busy_gpus,
                 self._num_waiting,
                 len(running),
                 fragmentation,

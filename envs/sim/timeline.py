@@ -49,15 +49,16 @@ def server_fragmentation(cluster: Cluster, gpu_remaining: np.ndarray) -> float:
     frag = 1 - (sum x_i)^2 / (n sum x_i^2), x_i the remaining time of GPU i (0 when free),
     n the server's GPUs; an idle server counts 0. Higher when remaining times are diverse.
     """
-    if not gpu_remaining.any():
-        return 0.0
     first_gpu, counts = _server_gpus(cluster)
     total = np.add.reduceat(gpu_remaining, first_gpu)
-    squares = np.add.reduceat(gpu_remaining**2, first_gpu)
-    busy = squares > 0
-    frag = np.zeros(len(total))
-    frag[busy] = 1.0 - total[busy] ** 2 / (counts[busy] * squares[busy])
-    return float(np.add.reduce(frag) / len(frag))  # frag.mean(), without its overhead
+    squares = np.add.reduceat(gpu_remaining * gpu_remaining, first_gpu)
+    # An idle server's ratio stays 1, so its fragmentation is exactly 0 (as is the
+    # cluster's when no GPU holds remaining time); this runs at every event, so a few
+    # whole-array operations instead of masked ones.
+    ratio = np.divide(
+        total * total, counts * squares, out=np.ones(len(total)), where=squares > 0
+    )
+    return float(np.add.reduce(1.0 - ratio) / len(ratio))  # the mean, without its overhead
 
 
 def _server_gpus(cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:

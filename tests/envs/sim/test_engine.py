@@ -175,6 +175,31 @@ def test_horizon_truncates(make_workload) -> None:
     assert sim.now == 50.0 and np.isnan(sim.finish_time[0])
 
 
+def test_the_timeline_counts_the_gpus_held_through_starts_preemptions_and_ends(
+    make_workload,
+) -> None:
+    """Each sample's busy GPUs are those held from its time on: 1 + 2 GPUs from t=0, 2
+    after the first job is preempted at t=10, 3 again once it resumes at t=20, and the
+    GPU-seconds the timeline integrates are the jobs' attained ones."""
+    cluster = build_cluster("flat", servers=2, gpus_per_server=4)
+    sim = Simulator(cluster, make_workload([0.0, 0.0], [0, 0], [1, 2]))
+    assert sim.run_until_decision()
+    sim.place(0, [0])
+    sim.place(1, [1, 2])
+    sim._advance(10.0)
+    sim.preempt(0)
+    sim._advance(20.0)
+    sim.place(0, [3])
+    while sim.run_until_decision():
+        pass
+    timeline = sim.timeline.arrays()
+    assert timeline["time"][:3].tolist() == [0.0, 10.0, 20.0]
+    assert timeline["busy_gpus"][:3].tolist() == [3, 2, 3]
+    assert timeline["busy_gpus"][-1] == 0  # the last sample: every job finished
+    busy_seconds = np.sum(timeline["busy_gpus"][:-1] * np.diff(timeline["time"]))
+    assert busy_seconds == pytest.approx(sim.attained_gpu_seconds.sum(), rel=1e-12)
+
+
 def test_fragmentation_by_hand() -> None:
     cluster = build_cluster("flat", servers=2, gpus_per_server=4)
     remaining = np.array([10.0, 10.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
@@ -182,6 +207,7 @@ def test_fragmentation_by_hand() -> None:
     assert server_fragmentation(cluster, remaining) == pytest.approx(0.25)
     remaining[4:] = [3.0, 3.0, 3.0, 3.0]  # equal remaining times: no fragmentation
     assert server_fragmentation(cluster, remaining) == pytest.approx(0.25)
+    assert server_fragmentation(cluster, np.zeros(8)) == 0.0  # an idle cluster
 
 
 @settings(max_examples=25, deadline=None)
