@@ -55,9 +55,7 @@ def server_fragmentation(cluster: Cluster, gpu_remaining: np.ndarray) -> float:
     # An idle server's ratio stays 1, so its fragmentation is exactly 0 (as is the
     # cluster's when no GPU holds remaining time); this runs at every event, so a few
     # whole-array operations instead of masked ones.
-    ratio = np.divide(
-        total * total, counts * squares, out=np.ones(len(total)), where=squares > 0
-    )
+    ratio = np.divide(total * total, counts * squares, out=np.ones(len(total)), where=squares > 0)
     return float(np.add.reduce(1.0 - ratio) / len(ratio))  # the mean, without its overhead
 
 
