@@ -323,19 +323,26 @@ def test_job_times_show_remaining_time_and_deferrals() -> None:
     assert shown and all(shown)
 
 
-def test_a_masks_only_episode_is_the_full_episode_without_features() -> None:
-    """``reset(options={"masks_only": True})``: observations hold only the masks, and the
-    masks, rewards and schedule are the full episode's, step for step."""
-    settings = {"num_jobs": 30, "advice": "dsif+locality", "room_features": True}
-    full, lean = PodSchedulingEnv(**settings), PodSchedulingEnv(**settings)
-    full_obs, _ = full.reset(seed=4)
-    lean_obs, _ = lean.reset(seed=4, options={"masks_only": True})
-    assert lean.advisor is None
-    full_driver = HeuristicPodPolicy(full, "fifo+packing", seed=4)
-    lean_driver = HeuristicPodPolicy(lean, "fifo+packing", seed=4)
-    steps = 0
+MASKS_SETTINGS = {"num_jobs": 30, "advice": "dsif+locality", "room_features": True}
+
+
+def play_side_by_side(
+    seed: int, lean_options: dict | None = None, switch_at: int | None = None
+) -> tuple[PodSchedulingEnv, PodSchedulingEnv, list[set[str]]]:
+    """Play ``fifo+packing`` on two identical environments, the lean one reset with
+    ``lean_options`` and told ``observe_masks_only()`` before step ``switch_at``; check at
+    every step that both show the same masks, choose the same actions and get the same
+    rewards. Returns both environments and the lean one's observation keys per step."""
+    full, lean = PodSchedulingEnv(**MASKS_SETTINGS), PodSchedulingEnv(**MASKS_SETTINGS)
+    full_obs, _ = full.reset(seed=seed)
+    lean_obs, _ = lean.reset(seed=seed, options=lean_options)
+    full_driver = HeuristicPodPolicy(full, "fifo+packing", seed=seed)
+    lean_driver = HeuristicPodPolicy(lean, "fifo+packing", seed=seed)
+    lean_keys = []
     while full.agents:
-        assert set(lean_obs["scheduler_0"]) == {"action_mask"}
+        if len(lean_keys) == switch_at:
+            lean.observe_masks_only()
+        lean_keys.append(set(lean_obs["scheduler_0"]))
         for agent in full.possible_agents:
             assert np.array_equal(lean_obs[agent]["action_mask"], full_obs[agent]["action_mask"])
         actions = full_driver.actions()
@@ -343,38 +350,26 @@ def test_a_masks_only_episode_is_the_full_episode_without_features() -> None:
         full_obs, full_rewards, *_ = full.step(actions)
         lean_obs, lean_rewards, *_ = lean.step(actions)
         assert lean_rewards == full_rewards
-        steps += 1
-    assert not lean.agents and steps > 10
+    assert not lean.agents
     assert np.array_equal(lean.sim.finish_time, full.sim.finish_time)
     assert (lean.sim.status == JobStatus.FINISHED).all()
+    return full, lean, lean_keys
+
+
+def test_a_masks_only_episode_is_the_full_episode_without_features() -> None:
+    """``reset(options={"masks_only": True})``: observations hold only the masks, and the
+    masks, rewards and schedule are the full episode's, step for step."""
+    _, lean, keys = play_side_by_side(4, lean_options={"masks_only": True})
+    assert lean.advisor is None
+    assert len(keys) > 10 and all(step == {"action_mask"} for step in keys)
 
 
 def test_observing_masks_only_mid_episode_keeps_the_episode() -> None:
     """``observe_masks_only()`` after 25 full steps: from the next step on observations
     hold only the masks and no advice is given, and the masks, rewards and schedule stay
     those of an identical episode that keeps observing everything."""
-    settings = {"num_jobs": 30, "advice": "dsif+locality", "room_features": True}
-    full, lean = PodSchedulingEnv(**settings), PodSchedulingEnv(**settings)
-    full_obs, _ = full.reset(seed=5)
-    lean_obs, _ = lean.reset(seed=5)
-    full_driver = HeuristicPodPolicy(full, "fifo+packing", seed=5)
-    lean_driver = HeuristicPodPolicy(lean, "fifo+packing", seed=5)
-    steps = 0
-    while full.agents:
-        if steps == 25:
-            lean.observe_masks_only()
-            assert lean.advisor is None
-        if steps > 25:
-            assert set(lean_obs["scheduler_0"]) == {"action_mask"}
-        else:
-            assert "advice" in lean_obs["scheduler_0"]
-        for agent in full.possible_agents:
-            assert np.array_equal(lean_obs[agent]["action_mask"], full_obs[agent]["action_mask"])
-        actions = full_driver.actions()
-        assert lean_driver.actions() == actions
-        full_obs, full_rewards, *_ = full.step(actions)
-        lean_obs, lean_rewards, *_ = lean.step(actions)
-        assert lean_rewards == full_rewards
-        steps += 1
-    assert not lean.agents and steps > 40
-    assert np.array_equal(lean.sim.finish_time, full.sim.finish_time)
+    _, lean, keys = play_side_by_side(5, switch_at=25)
+    assert lean.advisor is None
+    assert len(keys) > 40
+    assert all("advice" in step for step in keys[:26])
+    assert all(step == {"action_mask"} for step in keys[26:])
