@@ -85,12 +85,14 @@ class ObservationBuilder:
         cluster = layout.cluster
         self.num_agents = cluster.num_partitions
         self.num_actions = layout.max_targets + (self.num_agents - 1) + 1
+        # GPUs of the largest server; of the largest target (group, or server at that level).
+        self.server_gpu_scale = float(
+            np.add.reduceat(cluster.group_gpus, cluster.server_group_offsets[:-1]).max()
+        )
         self.gpu_scale = float(cluster.group_gpus.max())
         self.core_scale = float(cluster.socket_cores.max())
         if layout.level == "server":
-            self.gpu_scale = float(
-                np.add.reduceat(cluster.group_gpus, cluster.server_group_offsets[:-1]).max()
-            )
+            self.gpu_scale = self.server_gpu_scale
             self.core_scale = float(
                 np.add.reduceat(cluster.socket_cores, cluster.server_socket_offsets[:-1]).max()
             )
@@ -160,7 +162,13 @@ class ObservationBuilder:
             else None
         )
         self.release = (
-            ReleaseFeatures(layout, self._target_ids, self._target_valid)
+            ReleaseFeatures(
+                layout,
+                self._target_ids,
+                self._target_valid,
+                target_scale=self.gpu_scale,
+                server_scale=self.server_gpu_scale,
+            )
             if config.release_features
             else None
         )

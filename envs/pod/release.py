@@ -33,19 +33,23 @@ class ReleaseFeatures:
     """Computes the release features of every agent's targets at once (module docstring)."""
 
     def __init__(
-        self, layout: ClusterLayout, target_ids: np.ndarray, target_valid: np.ndarray
+        self,
+        layout: ClusterLayout,
+        target_ids: np.ndarray,
+        target_valid: np.ndarray,
+        *,
+        target_scale: float,
+        server_scale: float,
     ) -> None:
         """``target_ids``/``target_valid`` [P, M]: every agent's padded targets (GPU groups
-        or servers), as :class:`~envs.pod.observations.ObservationBuilder` holds them."""
+        or servers), and the largest target's and server's GPUs, as
+        :class:`~envs.pod.observations.ObservationBuilder` holds them."""
         cluster = layout.cluster
         self._gpu_starts = cluster.group_gpu_offsets[:-1]
         self._group_starts = cluster.server_group_offsets[:-1]
-        server_gpus = np.add.reduceat(cluster.group_gpus, self._group_starts)
-        self._server_scale = float(server_gpus.max())
+        self._server_scale = server_scale
         self._server_level = layout.level == "server"
-        self._target_scale = (
-            self._server_scale if self._server_level else float(cluster.group_gpus.max())
-        )
+        self._target_scale = target_scale
         self._target_ids = target_ids
         self._target_servers = (
             target_ids if self._server_level else cluster.group_server[target_ids]
@@ -55,12 +59,9 @@ class ReleaseFeatures:
     def compute(self, sim: Simulator, horizon_s: float) -> np.ndarray:
         """``[P, M, 2]`` float32: per target, its GPUs and its server's GPUs that running
         jobs are expected to release within ``horizon_s`` seconds, each over its scale."""
-        busy = sim.gpu_job >= 0
-        releasing = np.zeros(len(busy), dtype=np.float64)
-        if busy.any():
-            jobs = sim.gpu_job[busy]
-            releasing[busy] = sim.remaining_time(jobs) <= horizon_s
-        per_group = np.add.reduceat(releasing, self._gpu_starts)
+        # A free GPU's job -1 reads some remaining time; the mask drops it.
+        releasing = (sim.gpu_job >= 0) & (sim.remaining_time(sim.gpu_job) <= horizon_s)
+        per_group = np.add.reduceat(releasing.astype(np.float64), self._gpu_starts)
         per_server = np.add.reduceat(per_group, self._group_starts)
         own = per_server if self._server_level else per_group
         features = np.zeros((*self._target_ids.shape, RELEASE_FEATURES), dtype=np.float32)

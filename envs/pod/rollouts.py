@@ -156,9 +156,10 @@ def continuation_cost(
     when the episode continues, on a copy, with ``actions`` now and ``base`` afterwards,
     except that ``held_job`` is sent back to wait at each later round in which the plan
     still spreads it, for at most ``max_hold_rounds`` rounds."""
-    env_copy, base_copy = copy.deepcopy((env, base))
+    # Nobody reads the copy's observations: its steps build the masks alone, and the
+    # advisor (what advice observations need) is left out of the copy, not copied.
+    env_copy, base_copy = copy.deepcopy((env, base), {id(env.advisor): None})
     base_copy.keep_plan_of(base)
-    # Nobody reads the copy's observations: its steps build the masks alone.
     env_copy.observe_masks_only()
     wait = env.builder.num_actions - 1
     env_copy.step(actions)

@@ -235,7 +235,6 @@ class Simulator:
         # One slot per job, and one more that stays 0.0: a free GPU's job -1 reads it.
         self._remaining = np.full(num_jobs + 1, np.inf)
         self._remaining[-1] = 0.0
-        self._busy_gpus = 0  # GPUs held by running jobs (the timeline's busy count)
         self._remaining_ids = np.zeros(0, dtype=np.int64)
         self._remaining_running = np.zeros(0)  # the buffer's values at _remaining_ids
         self._remaining_fresh = False
@@ -322,20 +321,18 @@ class Simulator:
         """:meth:`remaining_time` of :meth:`running_jobs`, in their order, read-only: the
         values the last update computed for exactly these jobs, without a gather."""
         self._update_remaining()
-        running = self.running_jobs()
-        if self._remaining_ids is running:
-            return self._remaining_running
-        return self._remaining[running]  # the running list was rebuilt since (same jobs)
+        return self._remaining_running
 
     def _update_remaining(self) -> None:
-        """Bring the remaining-time buffer up to now and to the jobs' current speeds."""
+        """Bring the remaining-time buffer up to now, to the jobs' current speeds and to
+        the current running list (whose array is new after any start or stop)."""
         self._refresh()
-        if self._remaining_fresh and self._remaining_at == self.now:
+        ids = self.running_jobs()
+        if self._remaining_fresh and self._remaining_at == self.now and ids is self._remaining_ids:
             return
         # One persistent buffer: only the running entries change, so nothing of the
         # workload's size is allocated per event.
         buffer = self._remaining
-        ids = self.running_jobs()
         if ids is not self._remaining_ids:  # the same array holds the same jobs
             buffer[self._remaining_ids] = np.inf
         left = self.work_total[ids] - self.work_done[ids]
@@ -666,7 +663,6 @@ class Simulator:
         self.speed_factor[job] = speed_factor
         self.running_workers[job] = record.workers
         self.running_gpus[job] = int(record.task_gpus.sum())
-        self._busy_gpus += int(self.running_gpus[job])
         if np.isnan(self.first_start[job]):
             self.first_start[job] = self.now
         else:
@@ -689,7 +685,6 @@ class Simulator:
         self._remaining_fresh = False
         self._rate[job] = 0.0
         self.running_workers[job] = 0
-        self._busy_gpus -= int(self.running_gpus[job])
         self.running_gpus[job] = 0
 
     def _apply_load(self, job: int, record: _JobPlacement, sign: int) -> None:
@@ -923,7 +918,8 @@ class Simulator:
         self.timeline.record(
             self.now,
             (
-                self._busy_gpus,
+                # The GPUs held: what the groups miss of their own (no gather over jobs).
+                self.cluster.num_gpus - int(np.add.reduce(self.free_gpus)),
                 self._num_waiting,
                 len(running),
                 fragmentation,
