@@ -49,7 +49,13 @@ from envs.sim.communication import communication_pairs, megabytes_to_gigabits
 from envs.sim.events import ARRIVAL, TICK, WAKE, EventQueue
 from envs.sim.interference import InterferenceCoefficients
 from envs.sim.running import PairRows, TaskRows
-from envs.sim.speed import communication_times, interference_slowdowns
+from envs.sim.speed import (
+    SOCKET_SERVER_GROUP,
+    InterferenceRows,
+    communication_times,
+    job_slowdowns,
+    shared_communication_times,
+)
 from envs.sim.timeline import Timeline, server_fragmentation
 from envs.topology import Cluster
 from envs.workload import InfeasibleJobError, Workload
@@ -223,6 +229,15 @@ class Simulator:
             server_cores[cluster.socket_server] - cluster.socket_cores
         ).astype(np.float64)
         self._group_pcie_gbps = cluster.link_gbps[cluster.group_pcie_link]
+        # The interference model's own-use terms of each job's worker (a parameter
+        # server's use counts as none): fixed per job, so computed once for all.
+        coefficients = self.config.coefficients
+        self._worker_idle = np.stack(coefficients.idle_terms(self.cpu_use, self.pcie_use))
+        self._ps_idle = np.stack(coefficients.idle_terms(np.zeros(1), np.zeros(1)))[:, 0]
+        # A running job's step alone on its placement, and the most its step may take
+        # (max_contention x that): fixed by the placement, set at each start.
+        self._alone_step = np.ones(num_jobs)
+        self._step_cap = np.full(num_jobs, np.inf)
 
         self._socket_cpu = np.zeros(cluster.num_sockets)
         self._server_cpu = np.zeros(cluster.num_servers)
@@ -643,13 +658,16 @@ class Simulator:
         self._take_room(record, -1)
         self.gpu_job[record.gpus] = job
         record.tasks = self._task_rows(job, record)
+        if self.config.interference:
+            record.interference = self._interference_rows(job, record)
         record.pairs = self._pair_rows(job, record)
         record.links = _distinct(record.pairs.link)
         record.servers = _distinct(record.tasks.server)
         # The widest placement: a resume spread over more servers than the first start shows.
         self.servers_spanned[job] = max(int(self.servers_spanned[job]), len(record.servers))
+        communication_alone = self._communication_alone(record.pairs)
         if self.config.link_sharing == "traffic":
-            self._link_weight[job] = self._duty_cycle(job, record.pairs)
+            self._link_weight[job] = self._duty_cycle(job, communication_alone)
         self._apply_load(job, record, +1)
         for server in record.servers.tolist():
             self._server_members[server].add(job)
@@ -661,6 +679,9 @@ class Simulator:
         self._running = _sorted_with(self._running, job, True)
         self._remaining_fresh = False
         self.speed_factor[job] = speed_factor
+        alone_step = (float(self.compute_time[job]) + communication_alone) * speed_factor
+        self._alone_step[job] = alone_step
+        self._step_cap[job] = self.config.max_contention * alone_step
         self.running_workers[job] = record.workers
         self.running_gpus[job] = int(record.task_gpus.sum())
         if np.isnan(self.first_start[job]):
@@ -708,16 +729,22 @@ class Simulator:
             # Sums of fractions drift by rounding; a link nobody crosses carries nothing.
             self.link_load[record.links[self.link_jobs[record.links] == 0]] = 0.0
 
-    def _duty_cycle(self, job: int, pairs: PairRows) -> float:
-        """Fraction of the job's ideal step (no interference, links to itself) spent
-        communicating: its weight on the links it shares under ``traffic`` sharing."""
+    def _communication_alone(self, pairs: PairRows) -> float:
+        """Seconds of one step's communication of a job with ``pairs`` alone on the
+        fabric (its links to itself); 0.0 for a job that exchanges nothing."""
         if not len(pairs.job):
             return 0.0
         _, _, alone = communication_times(
             pairs, self.cluster.link_gbps, self.link_load, self._link_weight
         )
-        comm = float(alone[0])
-        return comm / (float(self.compute_time[job]) + comm)
+        return float(alone[0])
+
+    def _duty_cycle(self, job: int, communication_alone: float) -> float:
+        """Fraction of the job's ideal step (no interference, links to itself) spent
+        communicating: its weight on the links it shares under ``traffic`` sharing."""
+        if communication_alone == 0.0:
+            return 0.0
+        return communication_alone / (float(self.compute_time[job]) + communication_alone)
 
     def _take_room(self, record: _JobPlacement, sign: int) -> None:
         """Give back (+1) or take (-1) a placement's GPUs per group and cores per socket."""
@@ -758,6 +785,30 @@ class Simulator:
                 np.array([[cpu], [pcie], [cpu], [cpu], [pcie]]),
             )
         return self._stacked_task_rows(job, record)
+
+    def _interference_rows(self, job: int, record: _JobPlacement) -> InterferenceRows:
+        """The job's tasks prepared for the interference model (``record.tasks`` set)."""
+        tasks = record.tasks
+        if len(tasks.is_worker) != 1 or record.workers != 1:
+            return self._general_interference_rows(job, record)
+        # One worker (most trace jobs): its column directly, as the general way builds it.
+        return InterferenceRows(
+            tasks.places[SOCKET_SERVER_GROUP],
+            np.array(
+                [
+                    *tasks.loads[2:5, 0].tolist(),
+                    self._socket_other_cores[int(tasks.socket[0])],
+                    *self._worker_idle[:, job].tolist(),
+                ]
+            ).reshape(-1, 1),
+            None,
+        )
+
+    def _general_interference_rows(self, job: int, record: _JobPlacement) -> InterferenceRows:
+        """The job's interference rows built the general way, for any number of tasks."""
+        return InterferenceRows.of(
+            record.tasks, self._socket_other_cores, self._worker_idle[:, job], self._ps_idle
+        )
 
     def _stacked_task_rows(self, job: int, record: _JobPlacement) -> TaskRows:
         """The job's task rows built the general way, for any number of tasks."""
@@ -804,36 +855,30 @@ class Simulator:
         records = [self._job_tasks[job] for job in jobs]
         affected = np.array(jobs, dtype=np.int64)
         # Per affected job (sorted), not per job of the workload: Philly has 82k of them.
-        comm, comm_alone = np.zeros(len(affected)), np.zeros(len(affected))
-        slowdown: np.ndarray | float = 0.0
+        step = self.compute_time[affected]
         if self.config.interference:
-            # Every running job has a task: the rows' jobs are `affected`, in order.
-            _, slowdown = interference_slowdowns(
-                TaskRows.concat([record.tasks for record in records]),
+            slowdown = job_slowdowns(
+                [record.interference for record in records],
                 self._socket_cpu,
                 self._server_cpu,
                 self._group_pcie,
-                self._socket_other_cores,
                 self.config.coefficients,
             )
+            step = step * (1.0 + slowdown)
         pairs = PairRows.concat([record.pairs for record in records])
         if len(pairs.job):  # jobs of one task (most trace jobs) exchange nothing
-            ids, now, alone = communication_times(
+            ids, now = shared_communication_times(
                 pairs, self.cluster.link_gbps, self.link_load, self._link_weight
             )
-            at = np.searchsorted(affected, ids)
-            comm[at], comm_alone[at] = now, alone
+            comm = np.zeros(len(affected))
+            comm[np.searchsorted(affected, ids)] = now
+            step = step + comm
         self._remaining_fresh = False
-        compute = self.compute_time[affected]
-        factor = self.speed_factor[affected]
-        alone_step = (compute + comm_alone) * factor
         # Capped at max_contention x alone: beyond the CS the papers measured, the link and
         # interference models extrapolate (many jobs on one port), so they are not trusted.
-        step = np.minimum(
-            (compute * (1.0 + slowdown) + comm) * factor, self.config.max_contention * alone_step
-        )
+        step = np.minimum(step * self.speed_factor[affected], self._step_cap[affected])
         self._rate[affected] = self.running_workers[affected] / step
-        self._contention[affected] = step / alone_step
+        self._contention[affected] = step / self._alone_step[affected]
 
     def _next_time(self) -> float:
         """Time of the next completion or event."""
@@ -964,6 +1009,7 @@ class _JobPlacement:
     servers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     tasks: TaskRows = field(default_factory=TaskRows.empty)
     pairs: PairRows = field(default_factory=PairRows.empty)
+    interference: InterferenceRows | None = None  # with the interference model on
 
     @staticmethod
     def empty() -> _JobPlacement:

@@ -47,7 +47,7 @@ least squares, as 001 does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import astuple, dataclass, fields, replace
 from typing import Any
 
@@ -82,6 +82,44 @@ class InterferenceCoefficients:
         """The paper's S_p for interfering PCIe load ``U_p`` and own PCIe use ``P_J``."""
         return self.b1 * shared_pcie + self.b2 * own_pcie + self.l2
 
+    def idle_terms(
+        self, own_cpu: np.ndarray, own_pcie: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(a3 C_J, S_cpu(0, C_J), b2 P_J, S_p(0, P_J))``: the parts of :meth:`slowdown`
+        that depend on a task's own use only, for :meth:`excess`.
+
+        A running task's own use is fixed by its placement, so the simulator computes
+        these once per start instead of at every speed refresh.
+        """
+        own_cpu = np.asarray(own_cpu, dtype=np.float64)
+        own_pcie = np.asarray(own_pcie, dtype=np.float64)
+        return (
+            self.a3 * own_cpu,
+            self.cpu_slowdown(np.zeros_like(own_cpu), own_cpu),
+            self.b2 * own_pcie,
+            self.pcie_slowdown(np.zeros_like(own_pcie), own_pcie),
+        )
+
+    def excess(
+        self,
+        shared_cpu: np.ndarray,
+        shared_pcie: np.ndarray,
+        idle: Sequence[np.ndarray] | np.ndarray,
+    ) -> np.ndarray:
+        """Excess slowdown S(U) - S(0) >= 0 of tasks whose :meth:`idle_terms` are ``idle``
+        (the four terms, or their rows stacked)."""
+        a3_own, cpu_idle, b2_own, pcie_idle = idle
+        # cpu_slowdown(U_c, C_J) - S_cpu(0) + pcie_slowdown(U_p, P_J) - S_p(0), with the
+        # own-use products read from `idle`: the same operations in the same order.
+        excess = (
+            self.a1 * np.exp(self.a2 * shared_cpu + a3_own)
+            + self.l1
+            - cpu_idle
+            + (self.b1 * shared_pcie + b2_own + self.l2)
+            - pcie_idle
+        )
+        return np.maximum(excess, 0.0)
+
     def slowdown(
         self,
         shared_cpu: np.ndarray,
@@ -90,14 +128,7 @@ class InterferenceCoefficients:
         own_pcie: np.ndarray,
     ) -> np.ndarray:
         """Excess slowdown S(U) - S(0) >= 0 of tasks, elementwise over the arrays."""
-        zero = np.zeros_like(np.asarray(shared_cpu, dtype=np.float64))
-        excess = (
-            self.cpu_slowdown(shared_cpu, own_cpu)
-            - self.cpu_slowdown(zero, own_cpu)
-            + self.pcie_slowdown(shared_pcie, own_pcie)
-            - self.pcie_slowdown(zero, own_pcie)
-        )
-        return np.maximum(excess, 0.0)
+        return self.excess(shared_cpu, shared_pcie, self.idle_terms(own_cpu, own_pcie))
 
 
 def fit_interference(

@@ -2,38 +2,91 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 import numpy as np
 
 from envs.sim.interference import InterferenceCoefficients
 from envs.sim.running import PairRows, TaskRows
 
 
-def interference_slowdowns(
-    tasks: TaskRows,
+@dataclass(frozen=True)
+class InterferenceRows:
+    """A running job's tasks as the interference model reads them at every speed refresh,
+    prepared once per placement.
+
+    ``places`` stacks the columns ``socket, server, group`` (int64); ``terms`` the columns
+    ``own_socket_cpu, own_server_cpu, own_group_pcie`` (the job's own load at the task's
+    places), ``sibling_cores`` (the cores of the socket's sibling sockets) and the four
+    :meth:`InterferenceCoefficients.idle_terms` of the task's own use (float64).
+    ``is_worker`` is None when every task is a worker (only workers can straggle).
+    """
+
+    places: np.ndarray
+    terms: np.ndarray
+    is_worker: np.ndarray | None
+
+    @staticmethod
+    def of(
+        tasks: TaskRows, sibling_cores: np.ndarray, worker_idle: np.ndarray, ps_idle: np.ndarray
+    ) -> InterferenceRows:
+        """The rows of one job's ``tasks`` (any number): ``sibling_cores`` per socket, the
+        idle terms of one of its workers (``worker_idle`` [4]) and of a parameter server,
+        whose own use counts as none: it loads the others, not itself (``ps_idle`` [4])."""
+        idle = np.where(tasks.is_worker, worker_idle[:, np.newaxis], ps_idle[:, np.newaxis])
+        terms = np.concatenate([tasks.loads[2:5], sibling_cores[tasks.socket][np.newaxis], idle])
+        workers_only = bool(tasks.is_worker.all())
+        return InterferenceRows(
+            tasks.places[SOCKET_SERVER_GROUP], terms, None if workers_only else tasks.is_worker
+        )
+
+    def __len__(self) -> int:
+        return self.places.shape[1]
+
+
+#: The rows of :attr:`TaskRows.places` that :class:`InterferenceRows` keeps, in its order.
+SOCKET_SERVER_GROUP = [2, 3, 1]
+
+
+def job_slowdowns(
+    rows: Sequence[InterferenceRows],
     socket_cpu: np.ndarray,
     server_cpu: np.ndarray,
     group_pcie: np.ndarray,
-    sibling_cores: np.ndarray,
     coefficients: InterferenceCoefficients,
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(jobs, slowdown)``: each running job's straggler slowdown S (001 §V).
+) -> np.ndarray:
+    """Each job's straggler slowdown S (001 §V), one per entry of ``rows``, in order.
 
-    ``socket_cpu``/``server_cpu``/``group_pcie`` are the loads of all running tasks;
-    ``sibling_cores[c]`` the cores of socket c's sibling sockets.
+    ``socket_cpu``/``server_cpu``/``group_pcie`` are the loads of all running tasks.
     """
-    starts = tasks.starts()
-    if not len(starts):
-        return np.zeros(0, np.int64), np.zeros(0)
-    same_socket = socket_cpu[tasks.socket] - tasks.own_socket_cpu
-    other_sockets = server_cpu[tasks.server] - tasks.own_server_cpu - same_socket
-    shared_cpu = same_socket + np.maximum(other_sockets - sibling_cores[tasks.socket], 0.0)
-    shared_pcie = group_pcie[tasks.group] - tasks.own_group_pcie
-    own_cpu = np.where(tasks.is_worker, tasks.cpu, 0.0)
-    own_pcie = np.where(tasks.is_worker, tasks.pcie, 0.0)
-    task_slowdown = coefficients.slowdown(shared_cpu, own_cpu, shared_pcie, own_pcie)
-    # Parameter servers do no compute step of their own: only workers can straggle.
-    task_slowdown = np.where(tasks.is_worker, task_slowdown, 0.0)
-    return tasks.job[starts], np.maximum.reduceat(task_slowdown, starts)
+    if len(rows) == 1:
+        places, terms = rows[0].places, rows[0].terms
+    else:
+        places = np.concatenate([table.places for table in rows], axis=1)
+        terms = np.concatenate([table.terms for table in rows], axis=1)
+    socket, server, group = places
+    same_socket = socket_cpu[socket] - terms[0]
+    other_sockets = server_cpu[server] - terms[1] - same_socket
+    shared_cpu = same_socket + np.maximum(other_sockets - terms[3], 0.0)
+    shared_pcie = group_pcie[group] - terms[2]
+    task_slowdown = coefficients.excess(shared_cpu, shared_pcie, terms[4:])
+    if any(table.is_worker is not None for table in rows):
+        is_worker = np.concatenate(
+            [
+                np.ones(len(table), bool) if table.is_worker is None else table.is_worker
+                for table in rows
+            ]
+        )
+        task_slowdown = np.where(is_worker, task_slowdown, 0.0)
+    if len(task_slowdown) == len(rows):
+        return task_slowdown  # one task per job (most trace jobs): nothing to reduce
+    # The straggler: each job's slowest task.
+    starts, rows_before = [], 0
+    for table in rows:  # a few jobs: plain integers beat an array's cumulative sum
+        starts.append(rows_before)
+        rows_before += len(table)
+    return np.maximum.reduceat(task_slowdown, starts)
 
 
 def communication_times(
@@ -50,18 +103,40 @@ def communication_times(
     starts = pairs.starts()
     if not len(starts):
         return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-    bottleneck = pairs.local_gbps.copy()
-    bottleneck_alone = pairs.local_gbps.copy()
+    capacity = link_gbps[pairs.link]
+    now = _slowest_pair_seconds(pairs, starts, _shared(pairs, capacity, link_load, job_weight))
+    alone = _slowest_pair_seconds(pairs, starts, capacity)
+    return pairs.job[starts], now, alone
+
+
+def shared_communication_times(
+    pairs: PairRows, link_gbps: np.ndarray, link_load: np.ndarray, job_weight: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(jobs, seconds now)``: :func:`communication_times` without the time alone, which
+    a placement fixes (the simulator keeps it per running job)."""
+    starts = pairs.starts()
+    if not len(starts):
+        return np.zeros(0, np.int64), np.zeros(0)
+    shared = _shared(pairs, link_gbps[pairs.link], link_load, job_weight)
+    return pairs.job[starts], _slowest_pair_seconds(pairs, starts, shared)
+
+
+def _shared(
+    pairs: PairRows, capacity: np.ndarray, link_load: np.ndarray, job_weight: np.ndarray
+) -> np.ndarray:
+    """Per route link of ``pairs``, the bandwidth its pair's job gets there now."""
+    others = link_load[pairs.link] - job_weight[pairs.link_job]
+    return capacity / np.maximum(1.0 + others, 1.0)
+
+
+def _slowest_pair_seconds(pairs: PairRows, starts: np.ndarray, link_gbps: np.ndarray) -> np.ndarray:
+    """Per job (segments at ``starts``), the seconds of its slowest pair when each route
+    link gives the pair ``link_gbps`` (one value per route link of ``pairs``)."""
+    bottleneck = pairs.local_gbps.copy()  # a pair on one group: its PCIe
     routed = pairs.route_length > 0
     if routed.any():
         lengths = pairs.route_length[routed]
         link_starts = np.zeros(len(lengths), dtype=np.int64)
         np.cumsum(lengths[:-1], out=link_starts[1:])
-        capacity = link_gbps[pairs.link]
-        others = link_load[pairs.link] - job_weight[pairs.link_job]
-        shared = capacity / np.maximum(1.0 + others, 1.0)
-        bottleneck[routed] = np.minimum.reduceat(shared, link_starts)
-        bottleneck_alone[routed] = np.minimum.reduceat(capacity, link_starts)
-    now = np.maximum.reduceat(pairs.gigabits / bottleneck, starts)
-    alone = np.maximum.reduceat(pairs.gigabits / bottleneck_alone, starts)
-    return pairs.job[starts], now, alone
+        bottleneck[routed] = np.minimum.reduceat(link_gbps, link_starts)
+    return np.maximum.reduceat(pairs.gigabits / bottleneck, starts)

@@ -136,6 +136,45 @@ def test_other_socket_spills_over_past_its_cores(make_workload) -> None:
     assert sim.rate[0] == pytest.approx(1 / (gnn.compute_time_s * (1 + expected)))
 
 
+def test_a_parameter_server_slows_its_neighbours_but_never_straggles(make_workload) -> None:
+    cluster = build_cluster("flat", servers=1, server="power8")  # groups 0, 1 on sockets 0, 1
+    config = SimulatorConfig(communication=False)
+    # ResNet-50 with 2 workers on socket 0 and its PS (1 core, no PCIe) on socket 1 beside
+    # a CTC worker (1 core, 1.6 GB/s).
+    workload = make_workload([0.0, 0.0], [RESNET, CTC], [2, 1], ps=[1, 0])
+    sim = Simulator(cluster, workload, config)
+    start_all(sim, {0: [0, 0, 1], 1: [1]})
+    c = InterferenceCoefficients()
+    resnet, ctc = get_catalog("marl")[RESNET], get_catalog("marl")[CTC]
+    # The workers share nothing (socket 0 holds only their own 8 cores; socket 1's 2 stay
+    # below its 8): ResNet runs alone. Its PS would see CTC's core, but does no step.
+    assert sim.rate[0] == 2 / resnet.compute_time_s
+    assert sim.contention[0] == 1.0
+    # CTC shares socket 1 with the PS's core; the PS moves no PCIe traffic.
+    own = ctc.cpu_cores
+    expected = c.a1 * (np.exp(c.a2 * 1.0 + c.a3 * own) - np.exp(c.a3 * own))
+    assert sim.rate[1] == pytest.approx(1 / (ctc.compute_time_s * (1 + expected)), rel=1e-12)
+    assert sim.contention[1] == pytest.approx(1 + expected, rel=1e-12)
+
+
+def test_prepared_interference_terms_give_the_formula() -> None:
+    """The simulator's form (own-use terms computed once per start) is 001's S(U) - S(0)."""
+    c = InterferenceCoefficients(a1=0.04, a2=0.3, a3=0.1, l1=-0.05, b1=0.05, b2=0.02, l2=0.01)
+    rng = np.random.default_rng(5)
+    shared_cpu, own_cpu = rng.uniform(0, 12, 50), rng.uniform(0, 6, 50)
+    shared_pcie, own_pcie = rng.uniform(0, 8, 50), rng.uniform(0, 4, 50)
+    expected = c.a1 * (np.exp(c.a2 * shared_cpu + c.a3 * own_cpu) - np.exp(c.a3 * own_cpu))
+    expected += c.b1 * shared_pcie
+    prepared = c.excess(shared_cpu, shared_pcie, c.idle_terms(own_cpu, own_pcie))
+    np.testing.assert_allclose(prepared, expected, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        c.slowdown(shared_cpu, 2.0, shared_pcie, 0.5),  # one own use for every task
+        c.a1 * (np.exp(c.a2 * shared_cpu + c.a3 * 2.0) - np.exp(c.a3 * 2.0)) + c.b1 * shared_pcie,
+        rtol=1e-12,
+        atol=1e-15,
+    )
+
+
 def test_parameter_server_pairs_use_the_ps_bandwidth(make_workload) -> None:
     cluster = build_cluster("fat-tree", k=4)
     config = SimulatorConfig(interference=False)
