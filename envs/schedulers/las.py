@@ -87,7 +87,7 @@ class LeastAttainedService(Ordering):
         # Within rounding of a threshold counts as crossed: the decision requested for a
         # demotion must see it.
         service = self.service(sim, jobs) + _ATTAINED_TOLERANCE
-        return np.searchsorted(self.thresholds, service, side="right")
+        return self.thresholds.searchsorted(service, side="right")
 
     def priority_keys(self, sim: Simulator, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
         jobs = np.asarray(jobs, dtype=np.int64)

@@ -51,7 +51,7 @@ def _pack_any(attempt: Tentative, allowed: np.ndarray | None) -> np.ndarray | No
         # only, so confirm by filling and fall back to the next candidate.
         tightness = np.where(room.holds_all(), room.free_gpus, _NONE)
         while tightness.size and tightness.min() < _NONE:
-            server = int(np.argmin(tightness))
+            server = int(tightness.argmin())
             saved = attempt.checkpoint()
             if attempt.fill_server(server, todo) == len(todo):
                 return attempt.result()
@@ -61,7 +61,7 @@ def _pack_any(attempt: Tentative, allowed: np.ndarray | None) -> np.ndarray | No
         if not takes_some.any():
             return None
         # argmax returns the first maximum: ties to the lower index.
-        server = int(np.argmax(np.where(takes_some, room.free_gpus, -1)))
+        server = int(np.where(takes_some, room.free_gpus, -1).argmax())
         if attempt.fill_server(server, todo) == 0:
             return None
         room.refresh(server)
@@ -94,7 +94,7 @@ def _pack_alike(attempt: Tentative, allowed: np.ndarray | None) -> np.ndarray | 
         # Fewest free GPUs first (argmin: ties to the lower index), confirmed by filling.
         tightness = np.where(holds, free_gpus, _NONE)
         while tightness.size and tightness.min() < _NONE:
-            server = int(np.argmin(tightness))
+            server = int(tightness.argmin())
             saved = attempt.checkpoint()
             if attempt.fill_server(server, todo) == left:
                 return attempt.result()
@@ -105,7 +105,7 @@ def _pack_alike(attempt: Tentative, allowed: np.ndarray | None) -> np.ndarray | 
             takes_some &= allowed
         if not takes_some.any():
             return None
-        server = int(np.argmax(np.where(takes_some, free_gpus, -1)))
+        server = int(np.where(takes_some, free_gpus, -1).argmax())
         placed = attempt.fill_server(server, todo)
         if placed == 0:
             return None
@@ -123,7 +123,7 @@ def pack_one(attempt: Tentative) -> np.ndarray | None:
         return None
     free_gpus, _ = attempt.server_free()
     servers = attempt.cluster.group_server[fits]
-    server = int(servers[np.argmin(free_gpus[servers])])  # groups ascend: ties to lower
+    server = int(servers[free_gpus[servers].argmin()])  # groups ascend: ties to lower
     attempt.assign(0, attempt.best_group_in_server(0, server))
     return attempt.result()
 

@@ -193,8 +193,8 @@ class Preemptor:
         self._holdings_fresh = False
         rank = joint_ranks(sim, self.ordering, np.concatenate([waiting, victims]))
         waiting_rank, victim_rank = rank[: len(waiting)], rank[len(waiting) :]
-        outranks = np.flatnonzero(waiting_rank < victim_rank.max())
-        best_first = outranks[np.argsort(waiting_rank[outranks])]
+        outranks = (waiting_rank < victim_rank.max()).nonzero()[0]
+        best_first = outranks[waiting_rank[outranks].argsort()]
         candidates, candidate_rank = waiting[best_first], waiting_rank[best_first]
         alive = np.ones(len(candidates), dtype=bool)
         preempted = False
@@ -206,7 +206,7 @@ class Preemptor:
         may_act: np.ndarray | None = None
         position = 0
         while len(victims) and position < len(alive):
-            position += int(np.argmax(alive[position:]))
+            position += int(alive[position:].argmax())
             if not alive[position]:
                 break  # none alive ahead
             job, job_rank = int(candidates[position]), int(candidate_rank[position])
@@ -322,7 +322,7 @@ class Preemptor:
         may_act = np.ones(len(candidates), dtype=bool)
         if not self.consolidate or not len(victims) or not one_group_per_socket(sim.cluster):
             return may_act
-        ahead = start + np.flatnonzero(alive[start:])
+        ahead = start + alive[start:].nonzero()[0]
         jobs = candidates[ahead]
         keys = self.job_keys[jobs]
         if not self._key_classified[keys].all():
@@ -499,15 +499,13 @@ class Preemptor:
         # total (could_hold's first test): release those in one go, untested.
         workers = sim.running_workers[victims]
         cores = workers * sim.worker_cpus[victims] + sim.num_ps[victims] * sim.ps_cpus[victims]
-        enough_gpus = (
-            view.total_free_gpus + np.cumsum(sim.running_gpus[victims]) >= tasks.total_gpus
-        )
-        enough_cores = view.total_free_cores + np.cumsum(cores) + CORE_TOLERANCE >= tasks.total_cpus
+        enough_gpus = view.total_free_gpus + sim.running_gpus[victims].cumsum() >= tasks.total_gpus
+        enough_cores = view.total_free_cores + cores.cumsum() + CORE_TOLERANCE >= tasks.total_cpus
         enough = enough_gpus & enough_cores
         if not enough[-1]:
             self._no_room[key] = _NoRoom.now(sim, self._starts, victims)
             return None  # not even all the victims together
-        skip = int(np.argmax(enough))
+        skip = int(enough.argmax())
         scratch = view.copy()
         released: list[int] = victims[:skip].tolist()
         scratch.release_all(released)
@@ -622,7 +620,7 @@ def _in_sorted(values: np.ndarray, known: np.ndarray) -> np.ndarray:
     """Boolean per value: it is one of the sorted ``known`` (np.isin without sorting)."""
     if not len(known):
         return np.zeros(len(values), dtype=bool)
-    at = np.minimum(np.searchsorted(known, values), len(known) - 1)
+    at = np.minimum(known.searchsorted(values), len(known) - 1)
     return known[at] == values
 
 
@@ -869,13 +867,13 @@ def _next_possible_room(
         np.add.at(gpus, (owner, task_group), task_gpus)
         np.add.at(cores, (owner, cluster.group_socket[task_group]), task_cpus)
         # Row k: the free resources once the chunk's first k + 1 victims are released.
-        gpus = free_gpus + np.cumsum(gpus, axis=0)
-        cores = free_cores + np.cumsum(cores, axis=0)
+        gpus = free_gpus + gpus.cumsum(axis=0)
+        cores = free_cores + cores.cumsum(axis=0)
         possible = _possible_rooms(sim, tasks, gpus, cores)
         if servers is not None and possible.any():
             possible &= _compact_rooms(sim, tasks, servers, gpus, cores, _PROBE_SLACK)
         if possible.any():
-            return low + int(np.argmax(possible))
+            return low + int(possible.argmax())
         free_gpus, free_cores = gpus[-1], cores[-1]
         low, size = low + len(chunk), 4 * size
     return len(victims)

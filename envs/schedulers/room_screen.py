@@ -63,7 +63,7 @@ def released_rows(
     groups, sockets = cluster.num_gpu_groups, cluster.num_sockets
     # A victim ranked after exactly the first j candidates is released for those j: sum
     # the tasks per j (bincount, not ufunc.at) and add from the last j down.
-    after = np.searchsorted(candidate_rank, victim_rank)[task_victim]
+    after = candidate_rank.searchsorted(victim_rank)[task_victim]
     gpus = np.bincount(
         after * groups + task_group, weights=task_gpus, minlength=(rows + 1) * groups
     ).reshape(rows + 1, groups)
@@ -72,8 +72,8 @@ def released_rows(
         weights=task_cpus,
         minlength=(rows + 1) * sockets,
     ).reshape(rows + 1, sockets)
-    released_gpus = np.cumsum(gpus[:0:-1], axis=0)[::-1]
-    released_cores = np.cumsum(cores[:0:-1], axis=0)[::-1]
+    released_gpus = gpus[:0:-1].cumsum(axis=0)[::-1]
+    released_cores = cores[:0:-1].cumsum(axis=0)[::-1]
     return free_gpus + released_gpus.astype(np.int64), free_cores + released_cores
 
 

@@ -217,7 +217,7 @@ class Scheduler:
             ahead = alive[position:]
             if not ahead.any():
                 return held
-            position += int(np.argmax(ahead))
+            position += int(ahead.argmax())
             job = int(queue[position])
             if (
                 self._preemptor is not None

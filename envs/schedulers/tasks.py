@@ -79,8 +79,8 @@ class JobTasks:
         if tasks is None:
             workers, ps = int(sim.num_workers[job]), int(sim.num_ps[job])
             counts = (workers, ps)
-            gpus = np.repeat(np.array([sim.worker_gpus[job], sim.ps_gpus[job]], np.int64), counts)
-            cpus = np.repeat(np.array([sim.worker_cpus[job], sim.ps_cpus[job]], np.float64), counts)
+            gpus = np.array([sim.worker_gpus[job], sim.ps_gpus[job]], np.int64).repeat(counts)
+            cpus = np.array([sim.worker_cpus[job], sim.ps_cpus[job]], np.float64).repeat(counts)
             gpus.flags.writeable = cpus.flags.writeable = False
             tasks = cache[job] = cls(job, gpus, cpus, workers)
         return tasks

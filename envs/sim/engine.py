@@ -388,7 +388,7 @@ class Simulator:
             none = np.zeros(0, np.int64)
             return none, none, none, np.zeros(0)
         counts = [len(record.task_group) for record in records]
-        owner = np.repeat(np.arange(len(records)), counts)
+        owner = np.arange(len(records)).repeat(counts)
         return (
             owner,
             np.concatenate([record.task_group for record in records]),
@@ -402,8 +402,8 @@ class Simulator:
         """``(gpus, cpus)`` per task of ``job``: workers first, then parameter servers."""
         workers = int(self.num_workers[job] if num_workers is None else num_workers)
         counts = (workers, int(self.num_ps[job]))
-        gpus = np.repeat(np.array([self.worker_gpus[job], self.ps_gpus[job]], np.int64), counts)
-        cpus = np.repeat(np.array([self.worker_cpus[job], self.ps_cpus[job]], np.float64), counts)
+        gpus = np.array([self.worker_gpus[job], self.ps_gpus[job]], np.int64).repeat(counts)
+        cpus = np.array([self.worker_cpus[job], self.ps_cpus[job]], np.float64).repeat(counts)
         return gpus, cpus
 
     def fits(self, job: int, task_groups: np.ndarray) -> bool:
@@ -648,7 +648,7 @@ class Simulator:
             if count == 0:
                 continue
             start, stop = cluster.group_gpu_offsets[group], cluster.group_gpu_offsets[group + 1]
-            free = start + np.flatnonzero(self.gpu_job[start:stop] < 0)
+            free = start + (self.gpu_job[start:stop] < 0).nonzero()[0]
             skip = taken.get(group, 0)
             chosen.append(free[skip : skip + count])
             taken[group] = skip + count
@@ -871,7 +871,7 @@ class Simulator:
                 pairs, self.cluster.link_gbps, self.link_load, self._link_weight
             )
             comm = np.zeros(len(affected))
-            comm[np.searchsorted(affected, ids)] = now
+            comm[affected.searchsorted(ids)] = now
             step = step + comm
         self._remaining_fresh = False
         # Capped at max_contention x alone: beyond the CS the papers measured, the link and
@@ -985,7 +985,7 @@ def _sorted_with(ids: np.ndarray | None, job: int, member: bool) -> np.ndarray |
     lists follow each change instead of rescanning every job. None (never built) stays."""
     if ids is None:
         return None
-    at = int(np.searchsorted(ids, job))
+    at = int(ids.searchsorted(job))
     updated = np.concatenate((ids[:at], [job], ids[at:]) if member else (ids[:at], ids[at + 1 :]))
     updated.flags.writeable = False
     return updated

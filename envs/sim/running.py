@@ -22,7 +22,7 @@ def _segment_starts(job: np.ndarray) -> np.ndarray:
     """Start index of each job's run of rows."""
     if not len(job):
         return np.zeros(0, np.int64)
-    return np.flatnonzero(np.concatenate([[True], job[1:] != job[:-1]]))
+    return np.concatenate([[True], job[1:] != job[:-1]]).nonzero()[0]
 
 
 def _column(block: str, row: int, doc: str) -> property:
@@ -128,7 +128,7 @@ class PairRows:
         # Jobs of one worker have no pairs; most events then join one table or none.
         tables = [table for table in tables if len(table.job)]
         if len(tables) <= 1:
-            return tables[0] if tables else PairRows.empty()
+            return tables[0] if tables else _NO_PAIRS
         return PairRows(
             *(np.concatenate([getattr(table, name) for table in tables]) for name in _PAIR_COLUMNS)
         )
@@ -138,3 +138,14 @@ class PairRows:
 
 
 _PAIR_COLUMNS = tuple(column.name for column in fields(PairRows))
+
+
+def _read_only_empty_pairs() -> PairRows:
+    pairs = PairRows.empty()
+    for name in _PAIR_COLUMNS:
+        getattr(pairs, name).flags.writeable = False
+    return pairs
+
+
+# The pairs of jobs that exchange nothing (most refreshes): one shared, read-only table.
+_NO_PAIRS = _read_only_empty_pairs()

@@ -137,6 +137,6 @@ def _slowest_pair_seconds(pairs: PairRows, starts: np.ndarray, link_gbps: np.nda
     if routed.any():
         lengths = pairs.route_length[routed]
         link_starts = np.zeros(len(lengths), dtype=np.int64)
-        np.cumsum(lengths[:-1], out=link_starts[1:])
+        lengths[:-1].cumsum(out=link_starts[1:])
         bottleneck[routed] = np.minimum.reduceat(link_gbps, link_starts)
     return np.maximum.reduceat(pairs.gigabits / bottleneck, starts)
