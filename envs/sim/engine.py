@@ -48,7 +48,7 @@ import numpy as np
 from envs.sim.communication import communication_pairs, megabytes_to_gigabits
 from envs.sim.events import ARRIVAL, TICK, WAKE, EventQueue
 from envs.sim.interference import InterferenceCoefficients
-from envs.sim.running import PairRows, TaskRows
+from envs.sim.running import NO_PAIRS, NO_TASKS, PairRows, TaskRows
 from envs.sim.speed import (
     SOCKET_SERVER_GROUP,
     InterferenceRows,
@@ -430,7 +430,7 @@ class Simulator:
         group). Raises :class:`PlacementError` when the job is not waiting or does not fit.
         """
         job = self._check_job(job)
-        if self.status[job] != JobStatus.WAITING:
+        if self.status[job] != _WAITING:
             state = JobStatus(int(self.status[job])).name.lower()
             raise PlacementError(f"job {job} is {state}; only waiting jobs can be placed")
         if not speed_factor > 0:
@@ -444,7 +444,7 @@ class Simulator:
     def preempt(self, job: int) -> None:
         """Stop a running job and put it back in the queue; its work done is kept."""
         job = self._check_job(job)
-        if self.status[job] != JobStatus.RUNNING:
+        if self.status[job] != _RUNNING:
             raise PlacementError(f"job {job} is not running; only running jobs can be preempted")
         self._release(job)
         self.status[job] = _WAITING
@@ -978,6 +978,8 @@ class Simulator:
 
 _ONE_WORKER = np.ones(1, dtype=bool)
 _ONE_WORKER.flags.writeable = False
+_NO_IDS = np.zeros(0, np.int64)
+_NO_IDS.flags.writeable = False
 
 
 def _sorted_with(ids: np.ndarray | None, job: int, member: bool) -> np.ndarray | None:
@@ -1005,10 +1007,12 @@ class _JobPlacement:
     task_gpus: np.ndarray
     task_cpus: np.ndarray
     workers: int
-    links: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    servers: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    tasks: TaskRows = field(default_factory=TaskRows.empty)
-    pairs: PairRows = field(default_factory=PairRows.empty)
+    # Set when the job starts; until then shared read-only empties (a claim that fails
+    # or a dry run builds nothing).
+    links: np.ndarray = field(default_factory=lambda: _NO_IDS)
+    servers: np.ndarray = field(default_factory=lambda: _NO_IDS)
+    tasks: TaskRows = field(default_factory=lambda: NO_TASKS)
+    pairs: PairRows = field(default_factory=lambda: NO_PAIRS)
     interference: InterferenceRows | None = None  # with the interference model on
 
     @staticmethod

@@ -14,6 +14,7 @@ concatenations, not one per column: the simulator does it after every event.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import TypeVar
 
 import numpy as np
 
@@ -128,7 +129,7 @@ class PairRows:
         # Jobs of one worker have no pairs; most events then join one table or none.
         tables = [table for table in tables if len(table.job)]
         if len(tables) <= 1:
-            return tables[0] if tables else _NO_PAIRS
+            return tables[0] if tables else NO_PAIRS
         return PairRows(
             *(np.concatenate([getattr(table, name) for table in tables]) for name in _PAIR_COLUMNS)
         )
@@ -140,12 +141,17 @@ class PairRows:
 _PAIR_COLUMNS = tuple(column.name for column in fields(PairRows))
 
 
-def _read_only_empty_pairs() -> PairRows:
-    pairs = PairRows.empty()
-    for name in _PAIR_COLUMNS:
-        getattr(pairs, name).flags.writeable = False
-    return pairs
+_Table = TypeVar("_Table", TaskRows, PairRows)
 
 
-# The pairs of jobs that exchange nothing (most refreshes): one shared, read-only table.
-_NO_PAIRS = _read_only_empty_pairs()
+def _read_only(table: _Table) -> _Table:
+    """``table`` with every array made read-only (for tables shared between jobs)."""
+    for column in fields(table):
+        getattr(table, column.name).flags.writeable = False
+    return table
+
+
+#: The tables of a job not yet placed, and the pairs of jobs that exchange nothing (most
+#: refreshes): shared, read-only.
+NO_TASKS = _read_only(TaskRows.empty())
+NO_PAIRS = _read_only(PairRows.empty())

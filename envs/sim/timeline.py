@@ -49,27 +49,27 @@ def server_fragmentation(cluster: Cluster, gpu_remaining: np.ndarray) -> float:
     frag = 1 - (sum x_i)^2 / (n sum x_i^2), x_i the remaining time of GPU i (0 when free),
     n the server's GPUs; an idle server counts 0. Higher when remaining times are diverse.
     """
-    first_gpu, counts = _server_gpus(cluster)
+    first_gpu, counts, ones = _server_gpus(cluster)
     total = np.add.reduceat(gpu_remaining, first_gpu)
     squares = np.add.reduceat(gpu_remaining * gpu_remaining, first_gpu)
     # An idle server's ratio stays 1, so its fragmentation is exactly 0 (as is the
     # cluster's when no GPU holds remaining time); this runs at every event, so a few
     # whole-array operations instead of masked ones.
-    ratio = np.divide(total * total, counts * squares, out=np.ones(len(total)), where=squares > 0)
+    ratio = np.divide(total * total, counts * squares, out=ones.copy(), where=squares > 0)
     return float(np.add.reduce(1.0 - ratio) / len(ratio))  # the mean, without its overhead
 
 
-def _server_gpus(cluster: Cluster) -> tuple[np.ndarray, np.ndarray]:
-    """``(first GPU, GPU count)`` per server, computed once per cluster: the timeline
-    samples fragmentation at every event."""
+def _server_gpus(cluster: Cluster) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(first GPU, GPU count, 1.0)`` per server, computed once per cluster: the timeline
+    samples fragmentation at every event (the ones are copied, cheaper than made)."""
     layout = _SERVER_GPUS.get(cluster)
     if layout is None:
         first_gpu = cluster.group_gpu_offsets[cluster.server_group_offsets[:-1]]
         counts = np.diff(np.append(first_gpu, cluster.num_gpus))
-        layout = _SERVER_GPUS[cluster] = (first_gpu, counts)
+        layout = _SERVER_GPUS[cluster] = (first_gpu, counts, np.ones(len(first_gpu)))
     return layout
 
 
-_SERVER_GPUS: weakref.WeakKeyDictionary[Cluster, tuple[np.ndarray, np.ndarray]] = (
+_SERVER_GPUS: weakref.WeakKeyDictionary[Cluster, tuple[np.ndarray, np.ndarray, np.ndarray]] = (
     weakref.WeakKeyDictionary()
 )
