@@ -71,7 +71,7 @@ class NodeLayout:
     def of(cluster: Cluster) -> NodeLayout:
         """The layout of ``cluster``; every node must have the same GPUs and GPU groups on
         every socket (a CPU task sits on one of its socket's groups)."""
-        node_gpus = np.add.reduceat(cluster.group_gpus, cluster.server_group_offsets[:-1])
+        node_gpus = cluster.server_gpus
         if (node_gpus != node_gpus[0]).any():
             raise ValueError("CuSH needs nodes of one size (all with the same number of GPUs)")
         socket_group = np.full(cluster.num_sockets, -1, dtype=np.int64)

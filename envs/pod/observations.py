@@ -86,9 +86,7 @@ class ObservationBuilder:
         self.num_agents = cluster.num_partitions
         self.num_actions = layout.max_targets + (self.num_agents - 1) + 1
         # GPUs of the largest server; of the largest target (group, or server at that level).
-        self.server_gpu_scale = float(
-            np.add.reduceat(cluster.group_gpus, cluster.server_group_offsets[:-1]).max()
-        )
+        self.server_gpu_scale = float(cluster.server_gpus.max())
         self.gpu_scale = float(cluster.group_gpus.max())
         self.core_scale = float(cluster.socket_cores.max())
         if layout.level == "server":

@@ -115,7 +115,7 @@ def hold_candidates(
         return []
     wait = env.builder.num_actions - 1
     cluster, sim = env.cluster, env.sim
-    largest = largest_server_gpus(env)
+    largest = float(cluster.server_gpus.max())
     found = []
     for index, agent in enumerate(env.possible_agents):
         action = actions.get(agent)
@@ -134,15 +134,6 @@ def hold_candidates(
         if float(np.sum(task_gpus)) <= largest:
             found.append((agent, head.job))
     return found
-
-
-def largest_server_gpus(env: PodSchedulingEnv) -> float:
-    """GPUs of the cluster's largest server."""
-    cluster = env.cluster
-    per_server = np.bincount(
-        cluster.group_server, weights=cluster.group_gpus, minlength=cluster.num_servers
-    )
-    return float(per_server.max())
 
 
 def continuation_cost(

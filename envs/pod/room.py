@@ -50,8 +50,7 @@ class RoomFeatures:
         self._socket_offsets = cluster.server_socket_offsets[:-1]
         self._server_starts = cluster.partition_server_offsets[:-1]
         self._group_server = cluster.group_server
-        server_gpus = np.add.reduceat(cluster.group_gpus, self._group_offsets)
-        self._gpu_scale = float(server_gpus.max())
+        self._gpu_scale = float(cluster.server_gpus.max())
         # The server of every agent's targets, padded like the targets.
         self._target_servers = (
             target_ids if layout.level == "server" else cluster.group_server[target_ids]

@@ -107,16 +107,10 @@ class ProfiledSimulator(Simulator):
                 )
             cluster = self.cluster
             per_server = shape_gpus_per_server(
-                workers, shapes, cluster.num_servers, int(_server_gpus(cluster).min())
+                workers, shapes, cluster.num_servers, int(cluster.server_gpus.min())
             )
             times = np.array(
                 [self.step_time(job, shape_groups(cluster, workers, c)) for c in per_server]
             )
             self._profiles[key] = times
         return times
-
-
-def _server_gpus(cluster: Cluster) -> np.ndarray:
-    """GPUs of every server."""
-    first_gpu = cluster.group_gpu_offsets[cluster.server_group_offsets]
-    return np.diff(first_gpu)

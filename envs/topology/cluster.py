@@ -291,6 +291,13 @@ class Cluster:
                 f"partition {partition} out of range; this cluster has {self.num_partitions}"
             )
 
+    @cached_property
+    def server_gpus(self) -> np.ndarray:
+        """GPUs of every server [S] (read-only)."""
+        gpus = np.add.reduceat(self.group_gpus, self.server_group_offsets[:-1]).astype(np.int64)
+        gpus.flags.writeable = False
+        return gpus
+
     @property
     def is_network_link(self) -> np.ndarray:
         """Boolean mask over links: True for network links (ports and switch links)."""

@@ -31,6 +31,16 @@ def test_mixed_servers_follow_001_shares_in_every_partition() -> None:
     assert cluster.num_gpus == 20 * (40 + 160 + 320)
 
 
+def test_server_gpus_count_each_servers_architecture() -> None:
+    cluster = build_cluster("fat-tree", k=4, server="mixed")
+    # single-socket 2, power8 2 + 2, dgx1 4 + 4 GPUs, server by server.
+    per_name = {"single-socket": 2, "power8": 4, "dgx1": 8}
+    expected = [per_name[cluster.architectures[a].name] for a in cluster.server_architecture]
+    assert cluster.server_gpus.tolist() == expected
+    assert int(cluster.server_gpus.sum()) == cluster.num_gpus
+    assert not cluster.server_gpus.flags.writeable
+
+
 def test_mix_is_seeded() -> None:
     first = build_cluster("fat-tree", k=4, server="mixed", seed=3).server_architecture
     again = build_cluster("fat-tree", k=4, server="mixed", seed=3).server_architecture
