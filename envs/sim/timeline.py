@@ -65,7 +65,7 @@ def _server_gpus(cluster: Cluster) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     layout = _SERVER_GPUS.get(cluster)
     if layout is None:
         first_gpu = cluster.group_gpu_offsets[cluster.server_group_offsets[:-1]]
-        counts = np.diff(np.append(first_gpu, cluster.num_gpus))
+        counts = cluster.server_gpus
         layout = _SERVER_GPUS[cluster] = (first_gpu, counts, np.ones(len(first_gpu)))
     return layout
 
