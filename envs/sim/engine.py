@@ -50,9 +50,8 @@ from envs.sim.events import ARRIVAL, TICK, WAKE, EventQueue
 from envs.sim.interference import InterferenceCoefficients
 from envs.sim.running import NO_PAIRS, NO_TASKS, PairRows, TaskRows
 from envs.sim.speed import (
-    SOCKET_SERVER_GROUP,
     InterferenceRows,
-    communication_times,
+    alone_communication_times,
     job_slowdowns,
     shared_communication_times,
 )
@@ -233,7 +232,7 @@ class Simulator:
         # server's use counts as none): fixed per job, so computed once for all.
         coefficients = self.config.coefficients
         self._worker_idle = np.stack(coefficients.idle_terms(self.cpu_use, self.pcie_use))
-        self._ps_idle = np.stack(coefficients.idle_terms(np.zeros(1), np.zeros(1)))[:, 0]
+        self._ps_idle = np.array(coefficients.idle_terms(0.0, 0.0))
         # A running job's step alone on its placement, and the most its step may take
         # (max_contention x that): fixed by the placement, set at each start.
         self._alone_step = np.ones(num_jobs)
@@ -734,16 +733,12 @@ class Simulator:
         fabric (its links to itself); 0.0 for a job that exchanges nothing."""
         if not len(pairs.job):
             return 0.0
-        _, _, alone = communication_times(
-            pairs, self.cluster.link_gbps, self.link_load, self._link_weight
-        )
+        _, alone = alone_communication_times(pairs, self.cluster.link_gbps)
         return float(alone[0])
 
     def _duty_cycle(self, job: int, communication_alone: float) -> float:
         """Fraction of the job's ideal step (no interference, links to itself) spent
         communicating: its weight on the links it shares under ``traffic`` sharing."""
-        if communication_alone == 0.0:
-            return 0.0
         return communication_alone / (float(self.compute_time[job]) + communication_alone)
 
     def _take_room(self, record: _JobPlacement, sign: int) -> None:
@@ -788,24 +783,6 @@ class Simulator:
 
     def _interference_rows(self, job: int, record: _JobPlacement) -> InterferenceRows:
         """The job's tasks prepared for the interference model (``record.tasks`` set)."""
-        tasks = record.tasks
-        if len(tasks.is_worker) != 1 or record.workers != 1:
-            return self._general_interference_rows(job, record)
-        # One worker (most trace jobs): its column directly, as the general way builds it.
-        return InterferenceRows(
-            tasks.places[SOCKET_SERVER_GROUP],
-            np.array(
-                [
-                    *tasks.loads[2:5, 0].tolist(),
-                    self._socket_other_cores[int(tasks.socket[0])],
-                    *self._worker_idle[:, job].tolist(),
-                ]
-            ).reshape(-1, 1),
-            None,
-        )
-
-    def _general_interference_rows(self, job: int, record: _JobPlacement) -> InterferenceRows:
-        """The job's interference rows built the general way, for any number of tasks."""
         return InterferenceRows.of(
             record.tasks, self._socket_other_cores, self._worker_idle[:, job], self._ps_idle
         )

@@ -13,7 +13,7 @@ import numpy as np
 
 from envs.sim.communication import communication_pairs, megabytes_to_gigabits
 from envs.sim.running import PairRows
-from envs.sim.speed import communication_times
+from envs.sim.speed import alone_communication_times
 from envs.topology import Cluster
 
 
@@ -28,7 +28,7 @@ def alone_communication_s(
     """Seconds of one step's communication of a job alone on ``task_groups`` (workers first).
 
     The simulator's own pair list (:func:`envs.sim.communication.communication_pairs`),
-    routes and bottleneck rule (:func:`envs.sim.speed.communication_times`) with no other
+    routes and bottleneck rule (:func:`envs.sim.speed.alone_communication_times`) with no other
     job on any link.
     """
     groups = np.asarray(task_groups, dtype=np.int64)
@@ -47,9 +47,7 @@ def alone_communication_s(
         link=links,
         link_job=np.zeros(len(links), dtype=np.int64),
     )
-    _, _, alone = communication_times(
-        pairs, cluster.link_gbps, np.zeros(cluster.num_links), np.zeros(1)
-    )
+    _, alone = alone_communication_times(pairs, cluster.link_gbps)
     return float(alone[0])
 
 

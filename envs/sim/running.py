@@ -1,14 +1,16 @@
 """Per-job tables of running tasks and communicating pairs, the speed model's inputs.
 
-Each running job keeps its own rows, built once at placement; the simulator concatenates
-the rows of just the jobs an event affects, job after job, so per-job reductions are
-``reduceat`` over segment starts instead of slow unbuffered ``ufunc.at``. Each task
-carries its own job's load at its socket, server and GPU group (fixed by the placement),
-so the interference model subtracts it from the server totals without regrouping.
+Each running job keeps its own rows, built once at placement. A task table says where the
+job's tasks are and what they load (the simulator adds it to the shared totals at a
+start and takes it off at a stop); each task carries its own job's load at its socket,
+server and GPU group (fixed by the placement), so the interference model
+(:class:`envs.sim.speed.InterferenceRows`, built from these rows) subtracts it from the
+totals without regrouping. The simulator concatenates the pair tables of just the jobs an
+event affects, job after job, so per-job reductions are ``reduceat`` over segment starts
+instead of slow unbuffered ``ufunc.at``.
 
 A task table keeps its columns packed in one integer and one float block (rows of the
-blocks are the columns), so joining the tables of the jobs an event touches costs three
-concatenations, not one per column: the simulator does it after every event.
+blocks are the columns).
 """
 
 from __future__ import annotations
@@ -80,20 +82,6 @@ class TaskRows:
             ]
         )
         return TaskRows(places.astype(np.int64), is_worker, loads.astype(np.float64))
-
-    @staticmethod
-    def concat(tables: list[TaskRows]) -> TaskRows:
-        """The rows of several jobs, job after job."""
-        if len(tables) <= 1:
-            return tables[0] if tables else TaskRows.empty()
-        return TaskRows(
-            np.concatenate([table.places for table in tables], axis=1),
-            np.concatenate([table.is_worker for table in tables]),
-            np.concatenate([table.loads for table in tables], axis=1),
-        )
-
-    def starts(self) -> np.ndarray:
-        return _segment_starts(self.job)
 
 
 def _same_place_sum(place: np.ndarray, values: np.ndarray) -> np.ndarray:

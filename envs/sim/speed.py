@@ -38,15 +38,15 @@ class InterferenceRows:
         terms = np.concatenate([tasks.loads[2:5], sibling_cores[tasks.socket][np.newaxis], idle])
         workers_only = bool(tasks.is_worker.all())
         return InterferenceRows(
-            tasks.places[SOCKET_SERVER_GROUP], terms, None if workers_only else tasks.is_worker
+            tasks.places[_SOCKET_SERVER_GROUP], terms, None if workers_only else tasks.is_worker
         )
 
     def __len__(self) -> int:
         return self.places.shape[1]
 
 
-#: The rows of :attr:`TaskRows.places` that :class:`InterferenceRows` keeps, in its order.
-SOCKET_SERVER_GROUP = [2, 3, 1]
+# The rows of TaskRows.places that InterferenceRows keeps, in its order.
+_SOCKET_SERVER_GROUP = [2, 3, 1]
 
 
 def job_slowdowns(
@@ -89,44 +89,34 @@ def job_slowdowns(
     return np.maximum.reduceat(task_slowdown, starts)
 
 
-def communication_times(
+def shared_communication_times(
     pairs: PairRows, link_gbps: np.ndarray, link_load: np.ndarray, job_weight: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(jobs, seconds now, seconds alone)`` of each communicating job's slowest pair.
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(jobs, seconds now)`` of each communicating job's slowest pair.
 
     ``link_load[l]`` sums the sharing weights of the jobs crossing link l, ``job_weight[j]``
     is job j's own. A job sees ``capacity / (1 + the others' weights)`` of a link: with
     weights of 1 that is 003's equal split by job count, with duty cycles the expected
-    number of partners transferring at once. "Alone" uses the full bandwidth (the ideal of
-    000's contention sensitivity).
+    number of partners transferring at once.
     """
     starts = pairs.starts()
     if not len(starts):
-        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
-    capacity = link_gbps[pairs.link]
-    now = _slowest_pair_seconds(pairs, starts, _shared(pairs, capacity, link_load, job_weight))
-    alone = _slowest_pair_seconds(pairs, starts, capacity)
-    return pairs.job[starts], now, alone
-
-
-def shared_communication_times(
-    pairs: PairRows, link_gbps: np.ndarray, link_load: np.ndarray, job_weight: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(jobs, seconds now)``: :func:`communication_times` without the time alone, which
-    a placement fixes (the simulator keeps it per running job)."""
-    starts = pairs.starts()
-    if not len(starts):
         return np.zeros(0, np.int64), np.zeros(0)
-    shared = _shared(pairs, link_gbps[pairs.link], link_load, job_weight)
+    others = link_load[pairs.link] - job_weight[pairs.link_job]
+    shared = link_gbps[pairs.link] / np.maximum(1.0 + others, 1.0)
     return pairs.job[starts], _slowest_pair_seconds(pairs, starts, shared)
 
 
-def _shared(
-    pairs: PairRows, capacity: np.ndarray, link_load: np.ndarray, job_weight: np.ndarray
-) -> np.ndarray:
-    """Per route link of ``pairs``, the bandwidth its pair's job gets there now."""
-    others = link_load[pairs.link] - job_weight[pairs.link_job]
-    return capacity / np.maximum(1.0 + others, 1.0)
+def alone_communication_times(
+    pairs: PairRows, link_gbps: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(jobs, seconds alone)`` of each communicating job's slowest pair with the full
+    bandwidth of every link (the ideal of 000's contention sensitivity): fixed by the
+    placement, so the simulator computes it once per start."""
+    starts = pairs.starts()
+    if not len(starts):
+        return np.zeros(0, np.int64), np.zeros(0)
+    return pairs.job[starts], _slowest_pair_seconds(pairs, starts, link_gbps[pairs.link])
 
 
 def _slowest_pair_seconds(pairs: PairRows, starts: np.ndarray, link_gbps: np.ndarray) -> np.ndarray:
