@@ -50,6 +50,7 @@ from envs.sim.events import ARRIVAL, TICK, WAKE, EventQueue
 from envs.sim.interference import InterferenceCoefficients
 from envs.sim.running import NO_PAIRS, NO_TASKS, PairRows, TaskRows
 from envs.sim.speed import (
+    SOCKET_SERVER_GROUP,
     InterferenceRows,
     alone_communication_times,
     job_slowdowns,
@@ -783,6 +784,25 @@ class Simulator:
 
     def _interference_rows(self, job: int, record: _JobPlacement) -> InterferenceRows:
         """The job's tasks prepared for the interference model (``record.tasks`` set)."""
+        tasks = record.tasks
+        if len(tasks.is_worker) != 1 or record.workers != 1:
+            return self._general_interference_rows(job, record)
+        # One worker (most trace jobs): its column directly, as the general way builds it
+        # (3.8 against 6.2 us a start; about 1% of the whole Philly trace under LAS).
+        return InterferenceRows(
+            tasks.places[SOCKET_SERVER_GROUP],
+            np.array(
+                [
+                    *tasks.loads[2:5, 0].tolist(),
+                    self._socket_other_cores[int(tasks.socket[0])],
+                    *self._worker_idle[:, job].tolist(),
+                ]
+            ).reshape(-1, 1),
+            None,
+        )
+
+    def _general_interference_rows(self, job: int, record: _JobPlacement) -> InterferenceRows:
+        """The job's interference rows built the general way, for any number of tasks."""
         return InterferenceRows.of(
             record.tasks, self._socket_other_cores, self._worker_idle[:, job], self._ps_idle
         )

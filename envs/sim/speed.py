@@ -38,15 +38,15 @@ class InterferenceRows:
         terms = np.concatenate([tasks.loads[2:5], sibling_cores[tasks.socket][np.newaxis], idle])
         workers_only = bool(tasks.is_worker.all())
         return InterferenceRows(
-            tasks.places[_SOCKET_SERVER_GROUP], terms, None if workers_only else tasks.is_worker
+            tasks.places[SOCKET_SERVER_GROUP], terms, None if workers_only else tasks.is_worker
         )
 
     def __len__(self) -> int:
         return self.places.shape[1]
 
 
-# The rows of TaskRows.places that InterferenceRows keeps, in its order.
-_SOCKET_SERVER_GROUP = [2, 3, 1]
+#: The rows of :attr:`TaskRows.places` that :class:`InterferenceRows` keeps, in its order.
+SOCKET_SERVER_GROUP = [2, 3, 1]
 
 
 def job_slowdowns(

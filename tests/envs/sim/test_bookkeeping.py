@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from envs.sim import JobStatus, Simulator, SimulatorConfig
 from envs.sim.running import TaskRows
+from envs.sim.speed import InterferenceRows
 from envs.topology import Cluster, build_cluster
 from envs.workload import make_workload
 
@@ -35,10 +36,13 @@ def plain_fragmentation(cluster: Cluster, gpu_remaining: np.ndarray) -> float:
 
 class PlainSampling(Simulator):
     """Timeline samples from a full recount: every job's status, every GPU; every job's
-    task rows built the general way (no one-worker shortcut)."""
+    task and interference rows built the general way (no one-worker shortcut)."""
 
     def _task_rows(self, job: int, record) -> TaskRows:
         return self._stacked_task_rows(job, record)
+
+    def _interference_rows(self, job: int, record) -> InterferenceRows:
+        return self._general_interference_rows(job, record)
 
     def _record(self) -> None:
         self._refresh()
