@@ -28,7 +28,8 @@ from the rows (never typed in):
 One speed case besides: the whole Philly trace (82,247 jobs) on 1,024 GPUs (128 DGX-1
 servers on one switch, as ``bench_simulator`` case (b)), ``las+packing`` with the default
 (contention) model: goal under 60 s, checked in wall and in CPU seconds; ``fifo+packing``
-(backfilling) runs there first, the part of LAS's time that is not preemption.
+(backfilling) runs there first, the part of LAS's time that is not preemption. Each
+full-trace run has a fresh process of its own, as ``simulate.py run`` would.
 
 Beside each case, the seconds of ``bench_simulator``'s fixed single-threaded loop timed
 just before it: machines here are shared, and that number tells how loaded this one was.
@@ -44,10 +45,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import platform
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -257,16 +260,26 @@ def run_cases(jobs: int, cases: Sequence[str], trace: Path = PHILLY) -> list[dic
                 row["reference_loop_s"] = reference
                 rows.append(row)
     if "full-trace" in cases:
-        cluster = build_cluster("flat", servers=128, server="dgx1")
-        workload, _ = read_philly(trace, rng=np.random.default_rng(0))
         # FIFO first: the simulator's and the walk's share of LAS's time, the floor
-        # under it.
+        # under it. Each run in a fresh process, as `simulate.py run` makes one: after
+        # the replay's ten runs (or FIFO's) a process's grown heap slowed the next
+        # full-trace run by a few percent.
+        spawn = multiprocessing.get_context("spawn")
         for label, policy in (("fifo backfill", "fifo+packing"), ("las", "las+packing")):
-            reference = reference_loop_seconds()
-            row = run_one("full-trace", label, policy, True, cluster, workload, "contention")
-            row["reference_loop_s"] = reference
-            rows.append(row)
+            with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as fresh:
+                rows.append(fresh.submit(full_trace_row, label, policy, trace).result())
     return rows
+
+
+def full_trace_row(label: str, policy: str, trace: Path) -> dict[str, Any]:
+    """The full-trace case's row for ``policy``: the whole trace on 1,024 GPUs, with the
+    reference loop timed just before (in the calling process)."""
+    cluster = build_cluster("flat", servers=128, server="dgx1")
+    workload, _ = read_philly(trace, rng=np.random.default_rng(0))
+    reference = reference_loop_seconds()
+    row = run_one("full-trace", label, policy, True, cluster, workload, "contention")
+    row["reference_loop_s"] = reference
+    return row
 
 
 def print_report(rows: Sequence[dict[str, Any]], checks: Sequence[dict[str, Any]]) -> None:
