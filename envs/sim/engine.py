@@ -45,7 +45,6 @@ from enum import IntEnum
 
 import numpy as np
 
-from envs.sim.communication import communication_pairs, megabytes_to_gigabits
 from envs.sim.events import ARRIVAL, TICK, WAKE, EventQueue
 from envs.sim.interference import InterferenceCoefficients
 from envs.sim.running import NO_PAIRS, NO_TASKS, PairRows, TaskRows
@@ -54,6 +53,7 @@ from envs.sim.speed import (
     InterferenceRows,
     alone_communication_times,
     job_slowdowns,
+    routed_pairs,
     shared_communication_times,
 )
 from envs.sim.timeline import Timeline, server_fragmentation
@@ -228,7 +228,6 @@ class Simulator:
         self._socket_other_cores = (
             server_cores[cluster.socket_server] - cluster.socket_cores
         ).astype(np.float64)
-        self._group_pcie_gbps = cluster.link_gbps[cluster.group_pcie_link]
         # The interference model's own-use terms of each job's worker (a parameter
         # server's use counts as none): fixed per job, so computed once for all.
         coefficients = self.config.coefficients
@@ -825,22 +824,14 @@ class Simulator:
         """The job's communicating pairs with their routes (none if communication is off)."""
         if not self.config.communication or len(record.task_group) == 1:
             return PairRows.empty()  # one task (most trace jobs) talks to nobody
-        task_a, task_b, megabytes = communication_pairs(
+        return routed_pairs(
+            self.cluster,
+            job,
             self.collective[job],
             record.workers,
             int(self.num_ps[job]),
             float(self.gradient_mb[job]),
-        )
-        groups_a, groups_b = record.task_group[task_a], record.task_group[task_b]
-        offsets, links = self.cluster.router.routes(groups_a, groups_b)
-        lengths = np.diff(offsets)
-        return PairRows(
-            job=np.full(len(task_a), job, dtype=np.int64),
-            gigabits=megabytes_to_gigabits(megabytes),
-            local_gbps=np.where(lengths == 0, self._group_pcie_gbps[groups_a], np.nan),
-            route_length=lengths,
-            link=links,
-            link_job=np.full(len(links), job, dtype=np.int64),
+            record.task_group,
         )
 
     def _refresh(self) -> None:

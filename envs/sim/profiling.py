@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.sim.communication import communication_pairs, megabytes_to_gigabits
-from envs.sim.running import PairRows
-from envs.sim.speed import alone_communication_times
+from envs.sim.speed import alone_communication_times, routed_pairs
 from envs.topology import Cluster
 
 
@@ -32,21 +30,9 @@ def alone_communication_s(
     job on any link.
     """
     groups = np.asarray(task_groups, dtype=np.int64)
-    task_a, task_b, megabytes = communication_pairs(collective, num_workers, num_ps, gradient_mb)
-    if not len(task_a):
+    pairs = routed_pairs(cluster, 0, collective, num_workers, num_ps, gradient_mb, groups)
+    if not len(pairs.job):
         return 0.0
-    groups_a, groups_b = groups[task_a], groups[task_b]
-    offsets, links = cluster.router.routes(groups_a, groups_b)
-    lengths = np.diff(offsets)
-    pcie_gbps = cluster.link_gbps[cluster.group_pcie_link]
-    pairs = PairRows(
-        job=np.zeros(len(task_a), dtype=np.int64),
-        gigabits=np.asarray(megabytes_to_gigabits(megabytes), dtype=np.float64),
-        local_gbps=np.where(lengths == 0, pcie_gbps[groups_a], np.nan),
-        route_length=lengths,
-        link=links,
-        link_job=np.zeros(len(links), dtype=np.int64),
-    )
     _, alone = alone_communication_times(pairs, cluster.link_gbps)
     return float(alone[0])
 

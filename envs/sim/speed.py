@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from envs.sim.communication import communication_pairs, megabytes_to_gigabits
 from envs.sim.interference import InterferenceCoefficients
 from envs.sim.running import PairRows, TaskRows
+
+if TYPE_CHECKING:
+    from envs.topology import Cluster
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,34 @@ def job_slowdowns(
         starts.append(rows_before)
         rows_before += len(table)
     return np.maximum.reduceat(task_slowdown, starts)
+
+
+def routed_pairs(
+    cluster: Cluster,
+    job: int,
+    collective: str,
+    num_workers: int,
+    num_ps: int,
+    gradient_mb: float,
+    task_groups: np.ndarray,
+) -> PairRows:
+    """The pairs of ``job``'s tasks on ``task_groups`` (workers first) that exchange data
+    each step (:func:`~envs.sim.communication.communication_pairs`), with their routes;
+    a pair inside one GPU group crosses no link and moves at its group's PCIe bandwidth.
+    """
+    task_a, task_b, megabytes = communication_pairs(collective, num_workers, num_ps, gradient_mb)
+    groups_a, groups_b = task_groups[task_a], task_groups[task_b]
+    offsets, links = cluster.router.routes(groups_a, groups_b)
+    lengths = np.diff(offsets)
+    pcie_gbps = cluster.link_gbps[cluster.group_pcie_link[groups_a]]
+    return PairRows(
+        job=np.full(len(task_a), job, dtype=np.int64),
+        gigabits=np.asarray(megabytes_to_gigabits(megabytes), dtype=np.float64),
+        local_gbps=np.where(lengths == 0, pcie_gbps, np.nan),
+        route_length=lengths,
+        link=links,
+        link_job=np.full(len(links), job, dtype=np.int64),
+    )
 
 
 def shared_communication_times(
