@@ -61,9 +61,8 @@ class JobTasks:
     def of(cls, sim: Simulator, job: int) -> JobTasks:
         """The tasks ``job`` asks for, at its requested number of workers.
 
-        The same arrays as ``sim.task_demands(job)``, built from the per-job columns
-        directly, once per simulator and job: placements ask for them on every attempt,
-        and a job's requested tasks never change (the arrays are read-only).
+        ``sim.task_demands(job)``, read-only and kept per simulator and job: placements
+        ask for them on every attempt, and a job's requested tasks never change.
         """
         job = int(job)
         last = _LAST[0]
@@ -77,12 +76,9 @@ class JobTasks:
                 cache = {}
         tasks = cache.get(job)
         if tasks is None:
-            workers, ps = int(sim.num_workers[job]), int(sim.num_ps[job])
-            counts = (workers, ps)
-            gpus = np.array([sim.worker_gpus[job], sim.ps_gpus[job]], np.int64).repeat(counts)
-            cpus = np.array([sim.worker_cpus[job], sim.ps_cpus[job]], np.float64).repeat(counts)
+            gpus, cpus = sim.task_demands(job)
             gpus.flags.writeable = cpus.flags.writeable = False
-            tasks = cache[job] = cls(job, gpus, cpus, workers)
+            tasks = cache[job] = cls(job, gpus, cpus, int(sim.num_workers[job]))
         return tasks
 
     @property
