@@ -51,7 +51,7 @@ from envs.sim.running import NO_PAIRS, NO_TASKS, PairRows, TaskRows
 from envs.sim.speed import (
     SOCKET_SERVER_GROUP,
     InterferenceRows,
-    alone_communication_times,
+    alone_communication_seconds,
     job_slowdowns,
     routed_pairs,
     shared_communication_times,
@@ -664,7 +664,7 @@ class Simulator:
         record.servers = _distinct(record.tasks.server)
         # The widest placement: a resume spread over more servers than the first start shows.
         self.servers_spanned[job] = max(int(self.servers_spanned[job]), len(record.servers))
-        communication_alone = self._communication_alone(record.pairs)
+        communication_alone = alone_communication_seconds(record.pairs, self.cluster.link_gbps)
         if self.config.link_sharing == "traffic":
             self._link_weight[job] = self._duty_cycle(job, communication_alone)
         self._apply_load(job, record, +1)
@@ -727,14 +727,6 @@ class Simulator:
         if sign < 0 and self.config.link_sharing == "traffic":
             # Sums of fractions drift by rounding; a link nobody crosses carries nothing.
             self.link_load[record.links[self.link_jobs[record.links] == 0]] = 0.0
-
-    def _communication_alone(self, pairs: PairRows) -> float:
-        """Seconds of one step's communication of a job with ``pairs`` alone on the
-        fabric (its links to itself); 0.0 for a job that exchanges nothing."""
-        if not len(pairs.job):
-            return 0.0
-        _, alone = alone_communication_times(pairs, self.cluster.link_gbps)
-        return float(alone[0])
 
     def _duty_cycle(self, job: int, communication_alone: float) -> float:
         """Fraction of the job's ideal step (no interference, links to itself) spent
@@ -823,7 +815,7 @@ class Simulator:
     def _pair_rows(self, job: int, record: _JobPlacement) -> PairRows:
         """The job's communicating pairs with their routes (none if communication is off)."""
         if not self.config.communication or len(record.task_group) == 1:
-            return PairRows.empty()  # one task (most trace jobs) talks to nobody
+            return NO_PAIRS  # one task (most trace jobs) talks to nobody
         return routed_pairs(
             self.cluster,
             job,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from envs.sim.speed import alone_communication_times, routed_pairs
+from envs.sim.speed import alone_communication_seconds, routed_pairs
 from envs.topology import Cluster
 
 
@@ -26,15 +26,12 @@ def alone_communication_s(
     """Seconds of one step's communication of a job alone on ``task_groups`` (workers first).
 
     The simulator's own pair list (:func:`envs.sim.communication.communication_pairs`),
-    routes and bottleneck rule (:func:`envs.sim.speed.alone_communication_times`) with no other
+    routes and bottleneck rule (:func:`envs.sim.speed.alone_communication_seconds`) with no other
     job on any link.
     """
     groups = np.asarray(task_groups, dtype=np.int64)
     pairs = routed_pairs(cluster, 0, collective, num_workers, num_ps, gradient_mb, groups)
-    if not len(pairs.job):
-        return 0.0
-    _, alone = alone_communication_times(pairs, cluster.link_gbps)
-    return float(alone[0])
+    return alone_communication_seconds(pairs, cluster.link_gbps)
 
 
 def shape_gpus_per_server(gpus: int, shapes: int, servers: int, gpus_per_server: int) -> list[int]:

@@ -140,16 +140,15 @@ def shared_communication_times(
     return pairs.job[starts], _slowest_pair_seconds(pairs, starts, shared)
 
 
-def alone_communication_times(
-    pairs: PairRows, link_gbps: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(jobs, seconds alone)`` of each communicating job's slowest pair with the full
-    bandwidth of every link (the ideal of 000's contention sensitivity): fixed by the
-    placement, so the simulator computes it once per start."""
-    starts = pairs.starts()
-    if not len(starts):
-        return np.zeros(0, np.int64), np.zeros(0)
-    return pairs.job[starts], _slowest_pair_seconds(pairs, starts, link_gbps[pairs.link])
+def alone_communication_seconds(pairs: PairRows, link_gbps: np.ndarray) -> float:
+    """Seconds of one step's communication of the one job whose ``pairs`` these are, with
+    the full bandwidth of every link (the ideal of 000's contention sensitivity); 0.0 for
+    a job that exchanges nothing. Fixed by the placement: the simulator computes it once
+    per start."""
+    if not len(pairs.job):
+        return 0.0
+    starts = np.zeros(1, dtype=np.int64)
+    return float(_slowest_pair_seconds(pairs, starts, link_gbps[pairs.link])[0])
 
 
 def _slowest_pair_seconds(pairs: PairRows, starts: np.ndarray, link_gbps: np.ndarray) -> np.ndarray:
