@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from envs.sim import InterferenceCoefficients, Simulator, SimulatorConfig, fit_interference
+from envs.sim.profiling import alone_communication_s
 from envs.topology import build_cluster
 from envs.workload import get_catalog
 
@@ -186,6 +187,23 @@ def test_parameter_server_pairs_use_the_ps_bandwidth(make_workload) -> None:
     # pairs but counts the job once, so each pair sees the full 10 Gbps bottleneck.
     step = vgg.compute_time_s + 2 * vgg.gradient_mb * 8 / 1000 / 10.0
     assert sim.rate[0] == pytest.approx(2 / step)
+
+
+def test_profiled_time_alone_is_the_simulators_own(make_workload) -> None:
+    """The profiling code's communication alone (what SCED2 and the contention env read)
+    is the simulator's step alone for the same placement, derived by hand."""
+    cluster = build_cluster("fat-tree", k=4)
+    config = SimulatorConfig(interference=False)
+    sim = Simulator(cluster, make_workload([0.0], [1], [2], ps=[1]), config)
+    start_all(sim, {0: [0, 2, 8]})
+    vgg = get_catalog("marl")[1]
+    by_hand = 2 * vgg.gradient_mb * 8 / 1000 / 10.0  # as in the test above
+    profiled = alone_communication_s(cluster, "ps", 2, 1, vgg.gradient_mb, np.array([0, 2, 8]))
+    assert profiled == pytest.approx(by_hand, rel=1e-12)
+    assert sim.rate[0] == pytest.approx(2 / (vgg.compute_time_s + profiled), rel=1e-12)
+    # One task, or a ring of tasks that exchange nothing: no time.
+    assert alone_communication_s(cluster, "allreduce", 1, 0, vgg.gradient_mb, np.array([0])) == 0
+    assert alone_communication_s(cluster, "allreduce", 2, 0, 0.0, np.array([0, 8])) == 0
 
 
 def test_fit_recovers_known_coefficients() -> None:
