@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common import print_table, write_results
+from common import earlier_records, print_table, selected_names, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "platform" / "train.py"
@@ -214,31 +214,13 @@ def report(setting: Setting, payload: dict[str, Any], wall_s: float) -> dict[str
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Train and evaluate the selected settings (argv names them; default all); print one
     table per setting; write ``results/learning.json``."""
-    selected = list(SETTINGS) if not argv else list(argv)
-    unknown = [name for name in selected if name not in SETTINGS]
-    if unknown:
-        raise SystemExit(
-            f"bench_learning.py: unknown setting(s) {', '.join(unknown)}; known: "
-            f"{', '.join(SETTINGS)}"
-        )
+    selected = selected_names(argv, list(SETTINGS), "bench_learning.py")
     records = []
     for name in selected:
         payload, wall_s = train(SETTINGS[name])
         records.append(report(SETTINGS[name], payload, wall_s))
-    write_results("learning", [*earlier_records(exclude=selected), *records])
+    write_results("learning", [*earlier_records("learning", exclude=selected), *records])
     return records
-
-
-def earlier_records(exclude: list[str]) -> list[dict[str, Any]]:
-    """The last records of the settings not run now, from ``results/learning.json``."""
-    path = ROOT / "benchmarks" / "results" / "learning.json"
-    if not path.is_file():
-        return []
-    try:
-        records = json.loads(path.read_text()).get("results", [])
-    except (OSError, ValueError):
-        return []
-    return [record for record in records if record.get("setting") not in exclude]
 
 
 if __name__ == "__main__":

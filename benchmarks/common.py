@@ -45,3 +45,29 @@ def write_results(name: str, records: list[dict[str, Any]]) -> Path:
     path.write_text(json.dumps(payload, indent=2))
     print(f"results written to {path}")
     return path
+
+
+def earlier_records(name: str, exclude: list[str], key: str = "setting") -> list[dict[str, Any]]:
+    """The records of ``results/<name>.json`` whose ``key`` is not in ``exclude``: what a
+    benchmark run on some of its settings keeps of the others' last run (none when the file
+    is missing or unreadable)."""
+    path = RESULTS / f"{name}.json"
+    if not path.is_file():
+        return []
+    try:
+        records = json.loads(path.read_text()).get("results", [])
+    except (OSError, ValueError):
+        return []
+    return [record for record in records if record.get(key) not in exclude]
+
+
+def selected_names(argv: list[str] | None, known: Sequence[str], program: str) -> list[str]:
+    """The names ``argv`` selects (all ``known`` when it names none); SystemExit with the
+    known ones when it names another."""
+    selected = list(known) if not argv else list(argv)
+    unknown = [name for name in selected if name not in known]
+    if unknown:
+        raise SystemExit(
+            f"{program}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(known)}"
+        )
+    return selected

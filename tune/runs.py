@@ -156,7 +156,7 @@ def log_evaluation_runs(
     unreachable server is waited for until ``deadline`` (default: one
     :data:`tune.mlflow_retry.RETRY_FOR_S` seconds from now for all the runs), then its
     error is raised."""
-    from tune.evaluation import logged_metrics
+    from tune.evaluation import bound_metrics, logged_metrics
     from tune.mlflow_retry import log_run_retrying, retrying
     from tune.mlflow_tracking import experiment_tags
 
@@ -174,7 +174,7 @@ def log_evaluation_runs(
             evaluation_run_name(policy, experiment.evaluation.seeds),
             deadline,
             params={"policy": policy, **params},
-            metrics=logged_metrics(entry),
+            metrics={**logged_metrics(entry), **bound_metrics(info)},
             tags={
                 **tags,
                 **linked,

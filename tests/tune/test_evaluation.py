@@ -183,3 +183,52 @@ def test_each_environment_ranks_by_its_papers_headline(environment: str, metric:
     # learned 3.0 against b's mean 2.5; paired per seed: (3 - 2) / 2 and (3 - 3) / 3.
     assert info["relative_to_best"]["learned-greedy"] == pytest.approx(0.2)
     assert info["paired_to_best"]["learned-greedy"][0] == pytest.approx(0.25)
+
+
+def test_pod_summary_carries_the_workloads_lower_bound() -> None:
+    """The pod table's summary has the held-out workloads' lower bound (each seed's, their
+    mean and interval); every heuristic's mean is above it, and the table prints it."""
+    from envs.pod.bounds import pod_jct_lower_bound
+    from tune.confidence import mean_ci
+    from tune.evaluation import bound_metrics, format_evaluation, summary
+
+    env_config = {"workload": "poisson", "workload_params": {"rate": 6.0}, "num_jobs": 24}
+    experiment = config_from_dict(
+        {
+            "environment": {"name": "pod_scheduling_v0", "config": env_config},
+            "evaluation": {"seeds": [1000, 1001], "baselines": ["fifo+packing", "sjf+lif"]},
+        }
+    )
+    table = evaluate_experiment(experiment)
+    info = summary(experiment, table)
+    bound = info["lower_bound"]
+    per_seed = [pod_jct_lower_bound(env_config, seed).mean_jct_s for seed in (1000, 1001)]
+    assert bound["per_seed"] == per_seed
+    assert (bound["avg_jct"], bound["ci95"]) == mean_ci(per_seed)
+    for policy, entry in table.items():
+        assert entry["metrics"]["avg_jct"] >= bound["avg_jct"], policy
+        for episode, seed_bound in zip(entry["episodes"], per_seed, strict=True):
+            assert episode["avg_jct"] >= seed_bound, policy
+    assert bound_metrics(info) == {
+        "lower_bound_avg_jct": bound["avg_jct"],
+        "lower_bound_avg_jct_ci95": bound["ci95"],
+    }
+    legend = format_evaluation(table, info).splitlines()[-1]
+    hours = f"{bound['avg_jct'] / 3600:.3f}"
+    assert legend.startswith(f"lower bound on avg JCT: {hours} ± ")
+
+
+def test_single_agent_summaries_have_no_jct_bound() -> None:
+    from tune.evaluation import bound_metrics, format_evaluation, summary
+
+    experiment = config_from_dict(
+        {
+            "environment": {"name": "podsched/Contention-v0", "config": SMALL_CONTENTION},
+            "model": {"name": "deeprm"},
+            "evaluation": {"seeds": [1000], "baselines": ["fifo"]},
+        }
+    )
+    table = evaluate_experiment(experiment)
+    info = summary(experiment, table)
+    assert info["lower_bound"] is None and bound_metrics(info) == {}
+    assert "lower bound" not in format_evaluation(table, info)

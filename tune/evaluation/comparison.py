@@ -74,7 +74,7 @@ def evaluate_experiment(
     from envs.registry import MULTI_AGENT_ENVIRONMENTS
 
     env_name = experiment.environment.name
-    env_config = {**experiment.environment.config, **experiment.evaluation.environment}
+    env_config = evaluation_env_config(experiment)
     evaluation = experiment.evaluation
     baselines = evaluation.baselines_for(env_name)
     seeds = list(evaluation.seeds)
@@ -92,6 +92,41 @@ def evaluate_experiment(
     else:
         table = _evaluate_single_agent(env_name, env_config, seeds, baselines, modules)
     return add_statistics(table, env_name)
+
+
+def evaluation_env_config(experiment: ExperimentConfig) -> dict[str, Any]:
+    """The environment config the held-out episodes play: the experiment's, with
+    ``evaluation.environment``'s overrides (a larger fabric, another workload)."""
+    return {**experiment.environment.config, **experiment.evaluation.environment}
+
+
+def lower_bound(experiment: ExperimentConfig) -> dict[str, Any] | None:
+    """The pod environment's mean-JCT lower bound on the held-out workloads
+    (:mod:`envs.pod.bounds`: no schedule, learned or heuristic, beats it) as ``{"avg_jct":
+    mean over the seeds, "ci95": half-width, "per_seed": [...]}``; None for the
+    single-agent formulations, whose metrics it does not bound."""
+    if experiment.environment.name != "pod_scheduling_v0":
+        return None
+    from envs.pod.bounds import pod_jct_lower_bound
+
+    env_config = evaluation_env_config(experiment)
+    per_seed = [
+        pod_jct_lower_bound(env_config, seed).mean_jct_s for seed in experiment.evaluation.seeds
+    ]
+    mean, half_width = mean_ci(per_seed)
+    return {"avg_jct": mean, "ci95": half_width, "per_seed": per_seed}
+
+
+def bound_metrics(info: dict[str, Any]) -> dict[str, float]:
+    """The lower bound of ``info`` (:func:`summary`) as MLflow metrics, for every row's run
+    (empty without one)."""
+    bound = info.get("lower_bound")
+    if not bound:
+        return {}
+    metrics = {"lower_bound_avg_jct": bound["avg_jct"]}
+    if math.isfinite(bound["ci95"]):
+        metrics[f"lower_bound_avg_jct{CI_SUFFIX}"] = bound["ci95"]
+    return metrics
 
 
 def _evaluate_single_agent(
@@ -161,8 +196,9 @@ def summary(
     experiment: ExperimentConfig, table: dict[str, dict[str, Any]], metric: str | None = None
 ) -> dict[str, Any]:
     """Which heuristic was best (lowest mean ``metric``, by default the environment's
-    :func:`ranking_metric`), the learned summary row, and the relative difference of each
-    row's mean ``metric`` to the best heuristic's (negative: lower, i.e. better)."""
+    :func:`ranking_metric`), the learned summary row, the relative difference of each
+    row's mean ``metric`` to the best heuristic's (negative: lower, i.e. better), and for
+    the pod environment's avg JCT the workloads' :func:`lower_bound`."""
     metric = metric or ranking_metric(experiment.environment.name)
     heuristics = [policy for policy, entry in table.items() if entry.get("kind") == "heuristic"]
     best = best_heuristic(table, heuristics, metric)
@@ -183,6 +219,7 @@ def summary(
             for policy in table
             if best is not None and policy != best
         },
+        "lower_bound": lower_bound(experiment) if metric == RANKING_METRIC else None,
     }
 
 
@@ -291,6 +328,12 @@ def format_evaluation(table: dict[str, dict[str, Any]], info: dict[str, Any]) ->
         f"> learned summary row ({info['learned']}); ± is the 95% Student-t half-width over "
         f"{len(info['seeds'])} seeds; paired: the mean per-seed difference to the best heuristic"
     )
+    bound = info.get("lower_bound")
+    if bound:
+        legend += (
+            f"\nlower bound on avg JCT: {_mean_pm(bound['avg_jct'], bound['ci95'], 3600.0)} h"
+            " (no schedule that finishes these workloads beats it: envs/sim/bounds.py)"
+        )
     return align_rows(header, rows) + "\n" + legend
 
 

@@ -1,0 +1,155 @@
+"""How much room each learning setting leaves a learned scheduler (issue 12).
+
+How to run: ``python benchmarks/bench_headroom.py [demo|contended|paper001 ...]`` (default:
+all three, about 10 minutes on 2 CPUs), or ``python benchmarks/run.py headroom``.
+
+What you get, per setting of ``bench_learning.py`` and on its held-out seeds
+(``evaluation.seeds`` of ``tune/configs/<setting>.yaml``), mean avg JCT with its 95%
+Student-t interval over the seeds:
+
+- **lower bound**: no schedule of the workload, learned or not, can do better
+  (:mod:`envs.sim.bounds`: a linear relaxation that keeps arrivals, decision rounds,
+  GPU capacity and each job's contention-free run time, and drops everything else);
+- **best heuristic, no contention**: the best of the pod environment's full heuristic
+  table under the ``ideal`` performance model, where placement costs nothing;
+- **best heuristic**: the best of the same table under the setting's own model (the
+  issue's reference);
+- **goal**: the largest avg JCT at which a learned row meets the setting's goal.
+
+The goal's distance to the bound and to the contention-free heuristic says where the
+learned policy has to win: a goal above the contention-free best needs only better
+placement; one below it needs better ordering as well. ``benchmarks/results/headroom.json``
+keeps every row (settings not run this time keep their last record).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_learning import SETTINGS, Setting
+from common import earlier_records, print_table, selected_names, write_results
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "tune" / "configs"
+HOURS = 3600.0
+COLUMNS = [
+    "setting",
+    "lower bound h",
+    "best heuristic, no contention h",
+    "best heuristic h",
+    "goal h",
+    "best / bound",
+    "goal / bound",
+]
+
+
+def goal_jct(setting: Setting, table: dict[str, dict[str, Any]], best: str) -> float:
+    """The largest mean avg JCT (s) a learned row may have and meet ``setting``'s goal."""
+    best_jct = table[best]["metrics"]["avg_jct"]
+    limits = []
+    if setting.within is not None:
+        limits.append(best_jct * (1 + setting.within))
+    if setting.below_best is not None:
+        limits.append(best_jct * (1 - setting.below_best))
+    if setting.below_each is not None:
+        names, fraction = setting.below_each
+        limits += [table[name]["metrics"]["avg_jct"] * (1 - fraction) for name in names]
+    return min(limits)
+
+
+def best_of_table(
+    env_config: dict[str, Any], seeds: list[int], perf: str
+) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The full heuristic table on ``seeds`` under ``perf``, and its best row's name."""
+    from tune.confidence import best_heuristic
+    from tune.evaluation.comparison import add_statistics
+    from tune.evaluation.multi_agent import evaluate
+    from tune.experiment import pod_heuristic_names
+
+    names = pod_heuristic_names()
+    table = evaluate("pod_scheduling_v0", {**env_config, "perf": perf}, seeds, names)
+    add_statistics(table)
+    best = best_heuristic(table, names)
+    assert best is not None, "no heuristic finished a job"
+    return best, table
+
+
+def measure(setting: Setting) -> dict[str, Any]:
+    """The setting's bound, best heuristics and goal (seconds), as one record."""
+    from envs.pod.bounds import pod_jct_lower_bound
+    from tune.confidence import mean_ci
+    from tune.experiment import load_config
+
+    config = load_config(CONFIGS / f"{setting.name}.yaml", [])
+    env_config = dict(config.environment.config)
+    seeds = list(config.evaluation.seeds)
+    started = time.perf_counter()
+    bounds = [pod_jct_lower_bound(env_config, seed).mean_jct_s for seed in seeds]
+    bound_s = time.perf_counter() - started
+    record: dict[str, Any] = {"setting": setting.name, "goal": setting.goal, "seeds": seeds}
+    record["lower_bound"], record["lower_bound_ci95"] = mean_ci(bounds)
+    record["lower_bound_per_seed"] = bounds
+    record["lower_bound_wall_s"] = bound_s
+    for perf, prefix in (("ideal", "best_ideal"), (None, "best")):
+        model = perf or env_config.get("perf", "contention")
+        best, table = best_of_table(env_config, seeds, model)
+        record[f"{prefix}_perf"] = model
+        record[f"{prefix}_policy"] = best
+        record[prefix] = table[best]["metrics"]["avg_jct"]
+        record[f"{prefix}_ci95"] = table[best]["ci95"]["avg_jct"]
+        record[f"{prefix}_heuristics"] = len(table)
+        if perf is None:
+            record["goal_jct"] = goal_jct(setting, table, best)
+    record["best_over_bound"] = record["best"] / record["lower_bound"]
+    record["goal_over_bound"] = record["goal_jct"] / record["lower_bound"]
+    record["wall_s"] = time.perf_counter() - started
+    return record
+
+
+def _hours(mean: float, half_width: float | None = None) -> str:
+    text = f"{mean / HOURS:.3f}"
+    return text if half_width is None else f"{text} ± {half_width / HOURS:.3f}"
+
+
+def _named(record: dict[str, Any], prefix: str) -> str:
+    return f"{_hours(record[prefix], record[prefix + '_ci95'])} ({record[prefix + '_policy']})"
+
+
+def row_of(record: dict[str, Any]) -> list[str]:
+    """One printed row of a record."""
+    return [
+        record["setting"],
+        _hours(record["lower_bound"], record["lower_bound_ci95"]),
+        _named(record, "best_ideal"),
+        _named(record, "best"),
+        _hours(record["goal_jct"]),
+        f"{record['best_over_bound']:.2f}x",
+        f"{record['goal_over_bound']:.2f}x",
+    ]
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    """Measure the selected settings (default all), print the table, write the JSON."""
+    import ray
+
+    selected = selected_names(argv, list(SETTINGS), "bench_headroom.py")
+    # The tables' episodes run as Ray tasks, one per CPU.
+    ray.init(include_dashboard=False, log_to_driver=False)
+    try:
+        records = [measure(SETTINGS[name]) for name in selected]
+    finally:
+        ray.shutdown()
+    print_table(
+        "Headroom: held-out seeds, mean avg JCT ± 95% CI (best heuristics of the full table)",
+        COLUMNS,
+        [row_of(record) for record in records],
+    )
+    write_results("headroom", [*earlier_records("headroom", exclude=selected), *records])
+    return records
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

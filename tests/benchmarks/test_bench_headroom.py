@@ -1,0 +1,92 @@
+"""benchmarks/bench_headroom.py: each setting's goal as an avg JCT, and a printed row.
+
+The bound itself is tested in tests/envs; the tables come from the evaluation code.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture
+def bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    return importlib.import_module("bench_headroom")
+
+
+def table(**avg_jct: float) -> dict[str, dict[str, Any]]:
+    return {
+        name.replace("_", "+"): {"metrics": {"avg_jct": value}} for name, value in avg_jct.items()
+    }
+
+
+def test_goals_as_the_largest_avg_jct_that_meets_them(bench: ModuleType) -> None:
+    settings = bench.SETTINGS
+    rows = table(spf_locality=1000.0, fifo_tetris=2000.0, fifo_lif=1100.0)
+    rows["fifo+load-balancing"] = {"metrics": {"avg_jct": 3000.0}}
+    # demo: within 3% of the best.
+    assert bench.goal_jct(settings["demo"], rows, "spf+locality") == pytest.approx(1030.0)
+    # contended: 10% below the best.
+    assert bench.goal_jct(settings["contended"], rows, "spf+locality") == pytest.approx(900.0)
+    # paper001: 20% below each of tetris, load balancing and LIF, and no worse than the
+    # best: LIF's 1,100 x 0.8 = 880 is the tightest.
+    assert bench.goal_jct(settings["paper001"], rows, "spf+locality") == pytest.approx(880.0)
+
+
+def test_a_row_prints_hours_and_ratios(bench: ModuleType) -> None:
+    record = {
+        "setting": "demo",
+        "lower_bound": 3600.0,
+        "lower_bound_ci95": 360.0,
+        "best_ideal": 5400.0,
+        "best_ideal_ci95": 180.0,
+        "best_ideal_policy": "spf+packing",
+        "best": 7200.0,
+        "best_ci95": 720.0,
+        "best_policy": "fifo+packing",
+        "goal_jct": 7416.0,
+        "best_over_bound": 2.0,
+        "goal_over_bound": 2.06,
+    }
+    assert bench.row_of(record) == [
+        "demo",
+        "1.000 ± 0.100",
+        "1.500 ± 0.050 (spf+packing)",
+        "2.000 ± 0.200 (fifo+packing)",
+        "2.060",
+        "2.00x",
+        "2.06x",
+    ]
+
+
+def test_unknown_setting_is_refused_before_ray_starts(bench: ModuleType) -> None:
+    with pytest.raises(SystemExit, match="unknown setting"):
+        bench.main(["nope"])
+
+
+def test_a_partial_run_keeps_the_other_settings_last_records(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    common = importlib.import_module("common")
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    assert common.earlier_records("headroom", exclude=["demo"]) == []  # no file yet
+    common.write_results("headroom", [{"setting": "demo", "x": 1}, {"setting": "contended"}])
+    assert common.earlier_records("headroom", exclude=["demo"]) == [{"setting": "contended"}]
+    (tmp_path / "headroom.json").write_text("{not json")
+    assert common.earlier_records("headroom", exclude=[]) == []
+
+
+def test_settings_are_selected_by_name(bench: ModuleType) -> None:
+    common = importlib.import_module("common")
+    known = ["demo", "contended"]
+    assert common.selected_names(None, known, "x.py") == known
+    assert common.selected_names(["contended"], known, "x.py") == ["contended"]
+    with pytest.raises(SystemExit, match=r"x.py: unknown setting\(s\) k20; known: demo, contended"):
+        common.selected_names(["k20"], known, "x.py")
