@@ -187,6 +187,12 @@ def report(setting: Setting, payload: dict[str, Any], wall_s: float) -> dict[str
         table,
     )
     print("* best heuristic  > learned row of the summary (evaluation.greedy)")
+    bound = summary.get("lower_bound")
+    if bound:
+        print(
+            f"  lower bound on avg JCT (no schedule beats it; bench_headroom.py): "
+            f"{_hours(bound['avg_jct'])} ± {_hours(bound['ci95'])} h"
+        )
     validation = summary.get("validation")
     if validation:
         for label, score in validation.get("clones", {}).items():
@@ -207,6 +213,7 @@ def report(setting: Setting, payload: dict[str, Any], wall_s: float) -> dict[str
         "wall_minutes": round(wall_s / 60, 2),
         "checkpoint": payload.get("checkpoint"),
         "validation": validation,
+        "lower_bound": bound,
         "rows": rows,
     }
 
