@@ -52,8 +52,14 @@ def choice_rows(mask: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def select_rows(obs: dict[str, Tensor], rows: Tensor) -> dict[str, Tensor]:
-    """The observation batch restricted to ``rows``."""
-    return {key: value[rows] for key, value in obs.items()}
+    """The observation batch restricted to ``rows``.
+
+    ``index_select`` copies the same rows as ``value[rows]`` and is about three times
+    faster on a CPU for these small batches (advanced indexing goes through a general
+    gather): the demo's 19 observation keys, 0.08 against 0.23 ms a call, twice per PPO
+    update and once per sampling step -- about 1% of an iteration.
+    """
+    return {key: torch.index_select(value, 0, rows) for key, value in obs.items()}
 
 
 TARGET_TYPES = [0, 3]  # gpu_group, server in envs.topology.views.VIEW_NODE_TYPES
