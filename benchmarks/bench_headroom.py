@@ -14,6 +14,10 @@ Student-t interval over the seeds:
   table under the ``ideal`` performance model, where placement costs nothing;
 - **best heuristic**: the best of the same table under the setting's own model (the
   issue's reference);
+- **switching**: a clairvoyant planner that, at the start of every round, simulates each
+  of the table's best ``SWITCH_AMONG`` heuristics to the end of the episode and plays the
+  round's plan of the one that costs least (``envs.pod.rollouts.SwitchingPolicy``): how
+  much choosing among the heuristics round by round, with the future known, could win;
 - **goal**: the largest avg JCT at which a learned row meets the setting's goal.
 
 The goal's distance to the bound and to the contention-free heuristic says where the
@@ -35,11 +39,14 @@ from common import earlier_records, print_table, selected_names, write_results
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "tune" / "configs"
 HOURS = 3600.0
+#: How many of the table's best heuristics the switching planner chooses among.
+SWITCH_AMONG = 8
 COLUMNS = [
     "setting",
     "lower bound h",
     "best heuristic, no contention h",
     "best heuristic h",
+    f"switching among the best {SWITCH_AMONG} h (paired vs best)",
     "goal h",
     "best / bound",
     "goal / bound",
@@ -77,6 +84,44 @@ def best_of_table(
     return best, table
 
 
+def switching_avg_jct(env_config: dict[str, Any], seed: int, names: list[str]) -> float:
+    """Avg JCT (s) of one episode of :class:`~envs.pod.rollouts.SwitchingPolicy`."""
+    from envs import make_env
+    from envs.pod.rollouts import SwitchingPolicy
+    from envs.sim import SimulationResult
+
+    env = make_env("pod_scheduling_v0", **env_config)
+    env.reset(seed=seed, options={"masks_only": True})
+    policy = SwitchingPolicy(env, names, seed=seed)
+    while env.agents:
+        env.step(policy.actions())
+    return float(SimulationResult.from_simulator(env.sim, "switching").metrics()["avg_jct"])
+
+
+def switching_record(
+    env_config: dict[str, Any], seeds: list[int], table: dict[str, dict[str, Any]], best: str
+) -> dict[str, Any]:
+    """The switching planner over the table's best :data:`SWITCH_AMONG` heuristics on
+    ``seeds``: mean, interval, and the paired difference to ``best``."""
+    from tune.confidence import mean_ci, paired_relative_ci
+    from tune.episode_tasks import play_episodes
+
+    ranked = sorted(table, key=lambda name: table[name]["metrics"]["avg_jct"])
+    names = ranked[:SWITCH_AMONG]
+    per_seed = play_episodes(switching_avg_jct, [(env_config, s, names) for s in seeds], 0)
+    mean, half_width = mean_ci(per_seed)
+    best_per_seed = [episode["avg_jct"] for episode in table[best]["episodes"]]
+    paired, paired_half_width = paired_relative_ci(per_seed, best_per_seed)
+    return {
+        "switching": mean,
+        "switching_ci95": half_width,
+        "switching_per_seed": per_seed,
+        "switching_among": names,
+        "switching_vs_best": paired,
+        "switching_vs_best_ci95": paired_half_width,
+    }
+
+
 def measure(setting: Setting) -> dict[str, Any]:
     """The setting's bound, best heuristics and goal (seconds), as one record."""
     from envs.pod.bounds import pod_jct_lower_bound
@@ -103,6 +148,7 @@ def measure(setting: Setting) -> dict[str, Any]:
         record[f"{prefix}_heuristics"] = len(table)
         if perf is None:
             record["goal_jct"] = goal_jct(setting, table, best)
+            record.update(switching_record(env_config, seeds, table, best))
     record["best_over_bound"] = record["best"] / record["lower_bound"]
     record["goal_over_bound"] = record["goal_jct"] / record["lower_bound"]
     record["wall_s"] = time.perf_counter() - started
@@ -118,6 +164,12 @@ def _named(record: dict[str, Any], prefix: str) -> str:
     return f"{_hours(record[prefix], record[prefix + '_ci95'])} ({record[prefix + '_policy']})"
 
 
+def _switching(record: dict[str, Any]) -> str:
+    paired, half_width = record["switching_vs_best"], record["switching_vs_best_ci95"]
+    hours = _hours(record["switching"], record["switching_ci95"])
+    return f"{hours} ({100 * paired:+.1f} ± {100 * half_width:.1f}%)"
+
+
 def row_of(record: dict[str, Any]) -> list[str]:
     """One printed row of a record."""
     return [
@@ -125,6 +177,7 @@ def row_of(record: dict[str, Any]) -> list[str]:
         _hours(record["lower_bound"], record["lower_bound_ci95"]),
         _named(record, "best_ideal"),
         _named(record, "best"),
+        _switching(record),
         _hours(record["goal_jct"]),
         f"{record['best_over_bound']:.2f}x",
         f"{record['goal_over_bound']:.2f}x",

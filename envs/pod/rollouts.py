@@ -36,6 +36,11 @@ candidates an episode. The copies step on action masks alone
 observations, whose building was half of a continuation's time. One contended episode
 (seed 2000) takes 24 s of one core on the faster machine of 2026-11-29, against 53 s with
 full observations, for the same 6 holds of 214 candidates.
+
+:class:`SwitchingPolicy` asks a coarser question at the start of every round: which of
+several heuristics, played from here to the end, costs least; it plays that heuristic's
+plan for the round. It measures how much choosing among the table's heuristics round by
+round could win over the best of them (``benchmarks/bench_headroom.py``).
 """
 
 from __future__ import annotations
@@ -134,6 +139,42 @@ def hold_candidates(
         if float(np.sum(task_gpus)) <= largest:
             found.append((agent, head.job))
     return found
+
+
+class SwitchingPolicy:
+    """At the first step of every round, the heuristic of ``names`` whose continuation
+    costs least; that heuristic's plan for the round.
+
+    Each candidate's continuation is its own plan for this round and the same heuristic to
+    the end (:func:`continuation_cost`, total time in the system), simulated on copies of
+    the environment; ties go to the first named. Since a copy carries the episode's whole
+    workload, the rollouts see the jobs still to arrive: a clairvoyant planner, a reference
+    for how much choosing among the table's heuristics round by round could win (README
+    "Headroom"), not a policy a scheduler could deploy. ``picks[name]``: the rounds each
+    heuristic was chosen for.
+    """
+
+    def __init__(self, env: PodSchedulingEnv, names: list[str], seed: int = 0) -> None:
+        if not names:
+            raise ValueError("names must list at least one ordering+placement heuristic")
+        self.env = env
+        self.drivers = {name: HeuristicPodPolicy(env, name, seed=seed) for name in names}
+        self.picks = dict.fromkeys(self.drivers, 0)
+        self.current = names[0]
+        self._decided_round: int | None = None
+
+    def actions(self) -> dict[str, int]:
+        """Every live agent's action: the plan of the round's chosen heuristic."""
+        env = self.env
+        if env.round is not None and env.rounds != self._decided_round:
+            self._decided_round = env.rounds
+            costs = {
+                name: continuation_cost(env, driver, driver.actions())
+                for name, driver in self.drivers.items()
+            }
+            self.current = min(costs, key=costs.__getitem__)
+            self.picks[self.current] += 1
+        return self.drivers[self.current].actions()
 
 
 def continuation_cost(

@@ -51,6 +51,10 @@ def test_a_row_prints_hours_and_ratios(bench: ModuleType) -> None:
         "best": 7200.0,
         "best_ci95": 720.0,
         "best_policy": "fifo+packing",
+        "switching": 7020.0,
+        "switching_ci95": 36.0,
+        "switching_vs_best": -0.025,
+        "switching_vs_best_ci95": 0.004,
         "goal_jct": 7416.0,
         "best_over_bound": 2.0,
         "goal_over_bound": 2.06,
@@ -60,6 +64,7 @@ def test_a_row_prints_hours_and_ratios(bench: ModuleType) -> None:
         "1.000 ± 0.100",
         "1.500 ± 0.050 (spf+packing)",
         "2.000 ± 0.200 (fifo+packing)",
+        "1.950 ± 0.010 (-2.5 ± 0.4%)",
         "2.060",
         "2.00x",
         "2.06x",
@@ -90,3 +95,28 @@ def test_settings_are_selected_by_name(bench: ModuleType) -> None:
     assert common.selected_names(["contended"], known, "x.py") == ["contended"]
     with pytest.raises(SystemExit, match=r"x.py: unknown setting\(s\) k20; known: demo, contended"):
         common.selected_names(["k20"], known, "x.py")
+
+
+def test_switching_plays_the_best_heuristics_and_is_paired_with_the_best(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tune.evaluation import add_statistics, evaluate
+
+    env_config = {
+        "server": "mixed",
+        "workload": "poisson",
+        "workload_params": {"rate": 10.0},
+        "num_jobs": 30,
+    }
+    names = ["fifo+packing", "dsif-patient+quiet-packing", "saf-patient+quiet-packing"]
+    table = add_statistics(evaluate("pod_scheduling_v0", env_config, [0, 1], names))
+    monkeypatch.setattr(bench, "SWITCH_AMONG", 2)
+    ranked = sorted(names, key=lambda name: table[name]["metrics"]["avg_jct"])
+    record = bench.switching_record(env_config, [0, 1], table, ranked[0])
+    assert record["switching_among"] == ranked[:2]
+    best = [episode["avg_jct"] for episode in table[ranked[0]]["episodes"]]
+    # Each episode is at most the best heuristic's (the rollouts' improvement property).
+    assert all(
+        mine <= theirs for mine, theirs in zip(record["switching_per_seed"], best, strict=True)
+    )
+    assert record["switching_vs_best"] <= 0
