@@ -195,6 +195,11 @@ def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path, sqlite_
     assert set(learned.data.metrics) == set(evaluation["fifo+packing"].data.metrics)
     assert {"avg_jct", "avg_jct_ci95"} <= set(evaluation["fifo+packing"].data.metrics)
     assert evaluation["fifo+packing"].data.tags["best_heuristic"] == "true"
+    # The workloads' lower bound on avg JCT sits beside every row's, below each.
+    bound = payload["summary"]["lower_bound"]["avg_jct"]
+    for policy, run in evaluation.items():
+        assert run.data.metrics["lower_bound_avg_jct"] == pytest.approx(bound)
+        assert bound <= payload["policies"][policy]["avg_jct"]
     # Artifacts next to the MLflow store, not in ./mlruns of the program's folder.
     assert learned.info.artifact_uri.startswith((tmp_path / "mlartifacts" / "tiny").as_uri())
     artifacts = {a.path for a in client(uri).list_artifacts(learned.info.run_id)}
