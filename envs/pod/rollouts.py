@@ -150,8 +150,10 @@ class SwitchingPolicy:
     the environment; ties go to the first named. Since a copy carries the episode's whole
     workload, the rollouts see the jobs still to arrive: a clairvoyant planner, a reference
     for how much choosing among the table's heuristics round by round could win (README
-    "Headroom"), not a policy a scheduler could deploy. ``picks[name]``: the rounds each
-    heuristic was chosen for.
+    "Headroom"), not a policy a scheduler could deploy. Every heuristic plans every round
+    (its rollout needs the round's plan), so per-job state such as DSIF's hold counts
+    advances in each as if it had played. ``picks[name]``: the rounds each heuristic was
+    chosen for.
     """
 
     def __init__(self, env: PodSchedulingEnv, names: list[str], seed: int = 0) -> None:
