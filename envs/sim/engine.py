@@ -492,6 +492,19 @@ class Simulator:
                 )
             self._advance(min(step_to, self.config.horizon_s))
 
+    def withdraw_future_jobs(self) -> np.ndarray:
+        """Take every job that has not arrived yet out of the simulation: it never arrives
+        and counts as finished at its arrival time (no time in the system). For rollouts
+        on a copy that must not see the future (:mod:`envs.pod.rollouts`); returns the
+        jobs withdrawn."""
+        future = np.flatnonzero(self.status == JobStatus.FUTURE)
+        if len(future):
+            self._events.drop(ARRIVAL)
+            self.status[future] = _FINISHED
+            self.finish_time[future] = self.workload.arrival_time[future]
+            self._finished_count += len(future)
+        return future
+
     def request_decision(self, time: float) -> None:
         """Make ``time`` (later than now) a decision point in event mode, even if nothing
         arrives or completes then -- for policies whose priorities change with time (a

@@ -53,5 +53,13 @@ class EventQueue:
         """Remove and return the next event."""
         return heapq.heappop(self._heap)
 
+    def drop(self, kind: int) -> int:
+        """Remove every event of ``kind``; the others keep their order. Returns how many."""
+        kept = [event for event in self._heap if event.kind != kind]
+        dropped = len(self._heap) - len(kept)
+        heapq.heapify(kept)
+        self._heap = kept
+        return dropped
+
     def __len__(self) -> int:
         return len(self._heap)

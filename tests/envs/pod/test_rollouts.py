@@ -13,6 +13,7 @@ from envs.pod.rollouts import (
     continuation_cost,
     hold_candidates,
 )
+from envs.sim import JobStatus
 
 HEURISTIC = "dsif+locality"
 #: The contended setting's teacher: patient, so it never spreads a job that fits a server.
@@ -171,3 +172,37 @@ def test_switching_needs_a_heuristic() -> None:
     env.reset(seed=0)
     with pytest.raises(ValueError, match="names must list at least one"):
         SwitchingPolicy(env, [])
+
+
+def test_an_online_continuation_weighs_the_jobs_known_now_only() -> None:
+    env = contended()  # 60 jobs, about 40 an interval: some arrive after the first round
+    env.reset(seed=1)
+    base = HeuristicPodPolicy(env, PATIENT, seed=1)
+    # At the first step most jobs have not arrived: the online continuation leaves them
+    # out (they spend no time in its copy), so it costs less than the clairvoyant one.
+    assert (env.sim.status == JobStatus.FUTURE).any()
+    actions = base.actions()
+    online = continuation_cost(env, base, actions, clairvoyant=False)
+    assert online < continuation_cost(env, base, actions)
+    # Once every job has arrived the two are the same simulation.
+    while env.agents and (env.sim.status == JobStatus.FUTURE).any():
+        env.step(base.actions())
+    assert env.agents
+    actions = base.actions()
+    assert continuation_cost(env, base, actions, clairvoyant=False) == continuation_cost(
+        env, base, actions
+    )
+    # The episode itself still has all its jobs.
+    assert not (env.sim.status == JobStatus.FUTURE).any() and len(env.sim.status) == 60
+
+
+def test_online_teachers_decide_by_what_has_arrived() -> None:
+    env = contended(num_jobs=30)
+    env.reset(seed=1)
+    teacher = HoldImprovedPolicy(env, PATIENT, seed=1, rule="first", clairvoyant=False)
+    play(env, teacher)
+    assert 0 <= teacher.holds <= teacher.candidates and teacher.candidates > 0
+    env.reset(seed=1)
+    switching = SwitchingPolicy(env, [PATIENT, "fifo+packing"], seed=1, clairvoyant=False)
+    play(env, switching)
+    assert sum(switching.picks.values()) == env.rounds

@@ -271,3 +271,29 @@ def test_events_pushed_at_once_pop_as_pushed_one_by_one():
             (5.0, ARRIVAL, 2),
         ]
     )
+
+
+def test_withdrawn_future_jobs_never_arrive_and_spend_no_time(make_workload) -> None:
+    # One GPU; job 0 (160 s) arrives at 0, jobs 1 and 2 at 10 and 500. Withdrawn at the
+    # first decision, they never arrive: job 0 runs alone and the simulation ends at 160 s.
+    cluster = build_cluster("flat", servers=1, gpus_per_server=1)
+    sim = Simulator(cluster, make_workload([0.0, 10.0, 500.0], [0, 0, 0], [1, 1, 1]))
+    assert sim.run_until_decision() and sim.now == 0.0
+    sim.place(0, [0])
+    assert sim.withdraw_future_jobs().tolist() == [1, 2]
+    assert sim.status.tolist() == [JobStatus.RUNNING, JobStatus.FINISHED, JobStatus.FINISHED]
+    assert not sim.run_until_decision()
+    assert sim.now == 160.0 and sim.done
+    assert sim.finish_time.tolist() == [160.0, 10.0, 500.0]  # the withdrawn: at arrival
+    assert sim.withdraw_future_jobs().tolist() == []
+
+
+def test_dropping_one_kind_of_event_keeps_the_others_in_order() -> None:
+    from envs.sim.events import ARRIVAL, TICK, WAKE, EventQueue
+
+    queue = EventQueue()
+    queue.push_many([3.0, 1.0, 2.0], ARRIVAL, [0, 1, 2])
+    queue.push(2.0, TICK)
+    queue.push(1.0, WAKE)
+    assert queue.drop(ARRIVAL) == 3 and len(queue) == 2
+    assert [(e.time, e.kind) for e in (queue.pop(), queue.pop())] == [(1.0, WAKE), (2.0, TICK)]
