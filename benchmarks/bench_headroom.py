@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_learning import SETTINGS, Setting
+from bench_learning import SETTINGS, Setting, goal_jct
 from common import earlier_records, print_table, selected_names, write_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,20 +51,6 @@ COLUMNS = [
     "best / bound",
     "goal / bound",
 ]
-
-
-def goal_jct(setting: Setting, table: dict[str, dict[str, Any]], best: str) -> float:
-    """The largest mean avg JCT (s) a learned row may have and meet ``setting``'s goal."""
-    best_jct = table[best]["metrics"]["avg_jct"]
-    limits = []
-    if setting.within is not None:
-        limits.append(best_jct * (1 + setting.within))
-    if setting.below_best is not None:
-        limits.append(best_jct * (1 - setting.below_best))
-    if setting.below_each is not None:
-        names, fraction = setting.below_each
-        limits += [table[name]["metrics"]["avg_jct"] * (1 - fraction) for name in names]
-    return min(limits)
 
 
 def best_of_table(
@@ -124,22 +110,23 @@ def switching_record(
 
 def measure(setting: Setting) -> dict[str, Any]:
     """The setting's bound, best heuristics and goal (seconds), as one record."""
-    from envs.pod.bounds import pod_jct_lower_bound
-    from tune.confidence import mean_ci
+    from envs.sim import DEFAULT_PERF
+    from tune.evaluation import lower_bound
+    from tune.evaluation.comparison import evaluation_env_config
     from tune.experiment import load_config
 
     config = load_config(CONFIGS / f"{setting.name}.yaml", [])
-    env_config = dict(config.environment.config)
+    env_config = evaluation_env_config(config)
     seeds = list(config.evaluation.seeds)
     started = time.perf_counter()
-    bounds = [pod_jct_lower_bound(env_config, seed).mean_jct_s for seed in seeds]
-    bound_s = time.perf_counter() - started
+    bound = lower_bound(config)
+    assert bound is not None, "the learning settings play the pod environment"
     record: dict[str, Any] = {"setting": setting.name, "goal": setting.goal, "seeds": seeds}
-    record["lower_bound"], record["lower_bound_ci95"] = mean_ci(bounds)
-    record["lower_bound_per_seed"] = bounds
-    record["lower_bound_wall_s"] = bound_s
+    record["lower_bound"], record["lower_bound_ci95"] = bound["avg_jct"], bound["ci95"]
+    record["lower_bound_per_seed"] = bound["per_seed"]
+    record["lower_bound_wall_s"] = time.perf_counter() - started
     for perf, prefix in (("ideal", "best_ideal"), (None, "best")):
-        model = perf or env_config.get("perf", "contention")
+        model = perf or env_config.get("perf", DEFAULT_PERF)
         best, table = best_of_table(env_config, seeds, model)
         record[f"{prefix}_perf"] = model
         record[f"{prefix}_policy"] = best

@@ -68,6 +68,27 @@ SETTINGS = {
 }
 
 
+def goal_jct(setting: Setting, policies: dict[str, dict[str, Any]], best: str) -> float:
+    """The largest mean avg JCT (s) a learned row may have and meet ``setting``'s goal,
+    from ``policies``' mean avg JCTs (``[name]["metrics"]["avg_jct"]``); NaN when a
+    heuristic the goal names has none."""
+    references = [
+        policies.get(name, {}).get("metrics", {}).get("avg_jct")
+        for name in (best, *(setting.below_each[0] if setting.below_each else ()))
+    ]
+    if any(reference is None or not reference > 0 for reference in references):
+        return math.nan
+    best_jct, *named = references
+    limits = []
+    if setting.within is not None:
+        limits.append(best_jct * (1 + setting.within))
+    if setting.below_best is not None:
+        limits.append(best_jct * (1 - setting.below_best))
+    if setting.below_each is not None:
+        limits += [reference * (1 - setting.below_each[1]) for reference in named]
+    return min(limits)
+
+
 def goal_met(setting: Setting, payload: dict[str, Any]) -> bool | None:
     """Whether the learned summary row meets ``setting``'s goal (None: nothing to judge)."""
     summary = payload.get("summary") or {}
@@ -78,22 +99,7 @@ def goal_met(setting: Setting, payload: dict[str, Any]) -> bool | None:
     value = policies[learned]["metrics"].get("avg_jct")
     if value is None:
         return None
-
-    def relative_to(name: str) -> float:
-        reference = policies.get(name, {}).get("metrics", {}).get("avg_jct")
-        if reference is None or not reference:
-            return math.nan
-        return (value - reference) / reference
-
-    checks = []
-    if setting.within is not None:
-        checks.append(relative_to(best) <= setting.within)
-    if setting.below_best is not None:
-        checks.append(relative_to(best) <= -setting.below_best)
-    if setting.below_each is not None:
-        names, margin = setting.below_each
-        checks += [relative_to(name) <= -margin for name in names]
-    return all(checks)
+    return bool(value <= goal_jct(setting, policies, best))  # False against NaN
 
 
 def train(setting: Setting) -> tuple[dict[str, Any], float]:

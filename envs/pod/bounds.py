@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from envs.schedulers.orderings import total_gpus
 from envs.sim.bounds import JCTLowerBound, mean_jct_lower_bound
 
 #: Slots per decision interval in the bound's time grid (30-minute rounds: 5 minutes).
@@ -36,11 +37,10 @@ def pod_jct_lower_bound(
     sim = env.sim
     interval = float(sim.config.interval_s)
     arrival = sim.workload.arrival_time.astype(np.float64)
-    gpus = sim.worker_gpus * sim.num_workers + sim.ps_gpus * sim.num_ps
     return mean_jct_lower_bound(
         arrival,
         np.ceil(arrival / interval) * interval,
-        gpus,
+        total_gpus(sim, np.arange(sim.num_jobs)),
         sim.ideal_duration,
         int(sim.cluster.num_gpus),
         slot_s=interval / slots,

@@ -196,7 +196,9 @@ def test_an_online_continuation_weighs_the_jobs_known_now_only() -> None:
     assert not (env.sim.status == JobStatus.FUTURE).any() and len(env.sim.status) == 60
 
 
-def test_online_teachers_decide_by_what_has_arrived() -> None:
+def test_online_teachers_play_whole_episodes() -> None:
+    # What the online rollouts weigh is tested above (continuation costs); here both
+    # teachers play an episode through with them and keep their counts consistent.
     env = contended(num_jobs=30)
     env.reset(seed=1)
     teacher = HoldImprovedPolicy(env, PATIENT, seed=1, rule="first", clairvoyant=False)
