@@ -33,6 +33,8 @@ float32 rounding (summation order).
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor, nn
 from torch_geometric.nn import MessagePassing
@@ -215,6 +217,17 @@ class EdgeConditionedConv(MessagePassing):
             return summed
         degree = torch.bincount(target, minlength=summed.shape[0]).clamp(min=1)
         return summed / degree.unsqueeze(-1).to(summed.dtype)
+
+    def propagate(self, edge_index: Tensor, **kwargs: Any) -> Tensor:
+        """PyG's generic :meth:`MessagePassing.propagate` (for "max", the one aggregation
+        that sends messages).
+
+        Defined here so that PyG keeps it: for a class that inherits ``propagate``,
+        PyG renders a specialised copy from a template into a new file in the temporary
+        directory of every process that builds the layer -- every Ray worker, test and
+        CLI run -- and never deletes it.
+        """
+        return super().propagate(edge_index, **kwargs)
 
     def message(self, x_j: Tensor, edge_attr: Tensor) -> Tensor:
         """Theta(E(u, w)) h_w for every edge."""

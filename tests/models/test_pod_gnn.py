@@ -180,6 +180,27 @@ def test_full_filter_equals_the_per_edge_matrix_construction(aggregation: str) -
     assert torch.allclose(layer(x, edge_index, edge_attr), expected, atol=1e-5)
 
 
+def test_building_the_layer_leaves_no_file_behind(tmp_path) -> None:
+    """PyG renders an inherited ``propagate`` from a template into a new file in the
+    temporary directory of each process; the layer keeps the generic one, so a process
+    that builds and runs it (every aggregation, the message-passing "max" included)
+    writes nothing there. A fresh process: a class is rendered once per process."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import torch\n"
+        "from models.layers import EdgeConditionedConv\n"
+        "x, edge_index = torch.randn(3, 4), torch.tensor([[0, 1], [1, 2]])\n"
+        "for aggregation in ('mean', 'sum', 'max'):\n"
+        "    EdgeConditionedConv(4, 4, 3, aggr=aggregation)(x, edge_index, torch.rand(2, 3))\n"
+    )
+    environment = {**os.environ, "TMPDIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", script], check=True, env=environment, timeout=120)
+    assert sorted(path.name for path in tmp_path.glob("*.py")) == []
+
+
 @pytest.mark.parametrize("aggregation", ["mean", "sum", "max"])
 def test_factorized_filter_equals_its_per_edge_messages(aggregation: str) -> None:
     """The factorized layer's low-rank sum (V per node before the gather, U after the sum)
