@@ -66,7 +66,8 @@ def best_of_table(
     table = evaluate("pod_scheduling_v0", {**env_config, "perf": perf}, seeds, names)
     add_statistics(table)
     best = best_heuristic(table, names)
-    assert best is not None, "no heuristic finished a job"
+    if best is None:
+        raise RuntimeError(f"no heuristic finished a job (perf: {perf or 'as configured'})")
     return best, table
 
 
@@ -120,7 +121,8 @@ def measure(setting: Setting) -> dict[str, Any]:
     seeds = list(config.evaluation.seeds)
     started = time.perf_counter()
     bound = lower_bound(config)
-    assert bound is not None, "the learning settings play the pod environment"
+    if bound is None:
+        raise RuntimeError(f"{setting.name}.yaml does not play the pod environment")
     record: dict[str, Any] = {"setting": setting.name, "goal": setting.goal, "seeds": seeds}
     record["lower_bound"], record["lower_bound_ci95"] = bound["avg_jct"], bound["ci95"]
     record["lower_bound_per_seed"] = bound["per_seed"]
@@ -192,4 +194,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except (RuntimeError, ValueError) as error:  # one line, exit 1
+        sys.exit(f"bench_headroom.py: error: {error}")

@@ -124,7 +124,13 @@ def train(setting: Setting) -> tuple[dict[str, Any], float]:
             f"train.py on {setting.name} exited with status {result.returncode}: "
             f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ''}"
         )
-    return json.loads(result.stdout.strip().splitlines()[-1]), elapsed
+    lines = result.stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1]), elapsed
+    except (IndexError, json.JSONDecodeError):
+        raise RuntimeError(
+            f"train.py on {setting.name} exited 0 without its JSON result on the last line"
+        ) from None
 
 
 def _hours(seconds: Any) -> str:
@@ -237,4 +243,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except RuntimeError as error:  # a training run failed: one line, exit 1
+        sys.exit(f"bench_learning.py: error: {error}")

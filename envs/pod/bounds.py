@@ -4,7 +4,9 @@ The pod environment decides in rounds, at multiples of ``interval_s``, so a job'
 start is the first round at or after its arrival; it holds its tasks' GPUs while it runs
 and runs no faster than its contention-free time (``Simulator.ideal_duration``; the
 ``contention`` model only slows it). Those are the relaxation's inputs; the bound holds
-for every policy of the environment, learned or heuristic, under either performance model.
+for every policy of the environment, learned or heuristic, under either performance model,
+that finishes every job (an episode cut short at ``horizon_intervals`` reports the jobs'
+time in the system so far, which it may not bound).
 """
 
 from __future__ import annotations
@@ -37,11 +39,14 @@ def pod_jct_lower_bound(
     sim = env.sim
     interval = float(sim.config.interval_s)
     arrival = sim.workload.arrival_time.astype(np.float64)
-    return mean_jct_lower_bound(
-        arrival,
-        np.ceil(arrival / interval) * interval,
-        total_gpus(sim, np.arange(sim.num_jobs)),
-        sim.ideal_duration,
-        int(sim.cluster.num_gpus),
-        slot_s=interval / slots,
-    )
+    try:
+        return mean_jct_lower_bound(
+            arrival,
+            np.ceil(arrival / interval) * interval,
+            total_gpus(sim, np.arange(sim.num_jobs)),
+            sim.ideal_duration,
+            int(sim.cluster.num_gpus),
+            slot_s=interval / slots,
+        )
+    except ValueError as error:  # name the workload whose job broke the rule
+        raise ValueError(f"no lower bound for the workload of seed {seed}: {error}") from None

@@ -78,7 +78,10 @@ def mean_jct_lower_bound(
     """The mean-busy-time bound on the mean JCT of jobs on ``total_gpus`` GPUs (module doc).
 
     Per job: ``arrival_s``, ``earliest_start_s`` (>= arrival), ``gpus`` held while running
-    (1 to ``total_gpus``) and ``min_run_s`` (> 0, its run time free of contention).
+    (0 to ``total_gpus``; a job of no GPUs shares nothing the program counts, so its own
+    bound, ``earliest_start_s + min_run_s``, is exact) and ``min_run_s`` (> 0, its run time
+    free of contention). A schedule that meets the bound exactly (every job starting at
+    its earliest start, free of contention) equals it up to float rounding.
     ``slot_s``: the time grid (a smaller slot gives a tighter bound and a larger program).
     ``horizon_s``: where the grid starts its search for a long enough horizon (default:
     every job's GPU-seconds packed after the last earliest start). Raises ValueError
@@ -93,6 +96,28 @@ def mean_jct_lower_bound(
     _check_jobs(jobs, total_gpus, slot_s)
     if not len(jobs.arrival):
         return JCTLowerBound(float("nan"), np.zeros(0), float(slot_s), 0.0)
+    completion_s = jobs.start + jobs.run  # exact for jobs of no GPUs, replaced for the others
+    uses_gpus = jobs.need > 0
+    horizon = 0.0
+    if uses_gpus.any():
+        solved = _solve_growing(
+            _Jobs(*(values[uses_gpus] for values in jobs)), total_gpus, slot_s, horizon_s
+        )
+        completion_s[uses_gpus] = solved.completion_s
+        horizon = solved.horizon_s
+    return JCTLowerBound(
+        mean_jct_s=float((completion_s - jobs.arrival).mean()),
+        completion_s=completion_s,
+        slot_s=float(slot_s),
+        horizon_s=horizon,
+    )
+
+
+def _solve_growing(
+    jobs: _Jobs, total_gpus: int, slot_s: float, horizon_s: float | None
+) -> JCTLowerBound:
+    """:func:`_solve` on horizons doubling from ``horizon_s`` until the optimum leaves the
+    last slot empty."""
     start, run = jobs.start, jobs.run
     if horizon_s is None:
         horizon_s = float(start.max() + (jobs.need * run).sum() / total_gpus + run.max())
@@ -101,8 +126,11 @@ def mean_jct_lower_bound(
         solved = _solve(jobs, total_gpus, slot_s, horizon_s)
         if solved is not None:
             return solved
-        horizon_s *= 2.0
-    raise RuntimeError(f"the relaxation still used its last slot at a horizon of {horizon_s} s")
+        last_tried, horizon_s = horizon_s, horizon_s * 2.0
+    raise RuntimeError(
+        f"the lower-bound program still used its last slot at a horizon of {last_tried:.0f} s "
+        f"after {_MAX_HORIZON_DOUBLINGS} doublings; pass a larger horizon_s (or slot_s)"
+    )
 
 
 def _check_jobs(jobs: _Jobs, total_gpus: int, slot_s: float) -> None:
@@ -121,8 +149,9 @@ def _check_jobs(jobs: _Jobs, total_gpus: int, slot_s: float) -> None:
         raise ValueError(f"slot_s must be a positive number of seconds; got {slot_s!r}")
     problems = [
         (~np.isfinite(arrival) | (arrival < 0), "arrival_s must be finite and >= 0"),
-        (~(start >= arrival) | ~np.isfinite(start), "earliest_start_s must be >= arrival_s"),
-        (~((need >= 1) & (need <= total_gpus)), f"gpus must be in [1, {total_gpus}]"),
+        (~np.isfinite(start), "earliest_start_s must be finite"),
+        (~(start >= arrival), "earliest_start_s must be >= arrival_s"),
+        (~((need >= 0) & (need <= total_gpus)), f"gpus must be in [0, {total_gpus}]"),
         (~(np.isfinite(run) & (run > 0)), "min_run_s must be finite and > 0"),
     ]
     for bad, rule in problems:

@@ -47,6 +47,7 @@ least squares, as 001 does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import astuple, dataclass, fields, replace
 from typing import Any
@@ -67,6 +68,12 @@ class InterferenceCoefficients:
     l2: float = 0.0
 
     def __post_init__(self) -> None:
+        for field in fields(self):
+            if not math.isfinite(getattr(self, field.name)):
+                raise ValueError(
+                    f"interference coefficient {field.name}={getattr(self, field.name)} must "
+                    "be a finite number: it scales every shared job's speed"
+                )
         for name in ("a1", "a2", "b1"):
             if getattr(self, name) < 0:
                 raise ValueError(

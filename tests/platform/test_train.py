@@ -199,7 +199,9 @@ def test_training_logs_runs_params_metrics_and_artifacts(tmp_path: Path, sqlite_
     bound = payload["summary"]["lower_bound"]["avg_jct"]
     for policy, run in evaluation.items():
         assert run.data.metrics["lower_bound_avg_jct"] == pytest.approx(bound)
-        assert bound <= payload["policies"][policy]["avg_jct"]
+        # A schedule that meets the bound (every job at its first round, free of
+        # contention) equals it up to float rounding.
+        assert bound <= payload["policies"][policy]["avg_jct"] * (1 + 1e-9)
     # Artifacts next to the MLflow store, not in ./mlruns of the program's folder.
     assert learned.info.artifact_uri.startswith((tmp_path / "mlartifacts" / "tiny").as_uri())
     artifacts = {a.path for a in client(uri).list_artifacts(learned.info.run_id)}

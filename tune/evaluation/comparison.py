@@ -198,7 +198,8 @@ def summary(
     """Which heuristic was best (lowest mean ``metric``, by default the environment's
     :func:`ranking_metric`), the learned summary row, the relative difference of each
     row's mean ``metric`` to the best heuristic's (negative: lower, i.e. better), and for
-    the pod environment's avg JCT the workloads' :func:`lower_bound`."""
+    the pod environment's avg JCT the workloads' :func:`lower_bound` (None, with
+    ``lower_bound_withheld`` saying why, when it does not apply)."""
     metric = metric or ranking_metric(experiment.environment.name)
     heuristics = [policy for policy, entry in table.items() if entry.get("kind") == "heuristic"]
     best = best_heuristic(table, heuristics, metric)
@@ -219,8 +220,36 @@ def summary(
             for policy in table
             if best is not None and policy != best
         },
-        "lower_bound": lower_bound(experiment) if metric == RANKING_METRIC else None,
+        **_bound_or_reason(experiment, table, metric),
     }
+
+
+def _bound_or_reason(
+    experiment: ExperimentConfig, table: dict[str, dict[str, Any]], metric: str
+) -> dict[str, Any]:
+    """``{"lower_bound": ..., "lower_bound_withheld": None}``, or the bound None and why.
+
+    The bound is withheld when an evaluated episode ended with jobs unfinished (its avg
+    JCT counts their time so far, which the bound does not bound), and when it cannot be
+    computed: the evaluation's results are kept either way.
+    """
+    if metric != RANKING_METRIC or experiment.environment.name != "pod_scheduling_v0":
+        return {"lower_bound": None, "lower_bound_withheld": None}
+    episodes = [episode for entry in table.values() for episode in entry.get("episodes", [])]
+    unfinished = sum(
+        episode.get("jobs_finished", 0) < episode.get("jobs_total", 0) for episode in episodes
+    )
+    if unfinished:
+        reason = (
+            f"{unfinished} of {len(episodes)} episodes ended with jobs unfinished at the "
+            "horizon (environment.config.horizon_intervals); the bound holds for schedules "
+            "that finish every job"
+        )
+        return {"lower_bound": None, "lower_bound_withheld": reason}
+    try:
+        return {"lower_bound": lower_bound(experiment), "lower_bound_withheld": None}
+    except (ValueError, RuntimeError) as error:
+        return {"lower_bound": None, "lower_bound_withheld": f"not computed: {error}"}
 
 
 def paired_to(
@@ -334,6 +363,8 @@ def format_evaluation(table: dict[str, dict[str, Any]], info: dict[str, Any]) ->
             f"\nlower bound on avg JCT: {_mean_pm(bound['avg_jct'], bound['ci95'], 3600.0)} h"
             " (no schedule that finishes these workloads beats it: envs/sim/bounds.py)"
         )
+    elif info.get("lower_bound_withheld"):
+        legend += f"\nno lower bound on avg JCT: {info['lower_bound_withheld']}"
     return align_rows(header, rows) + "\n" + legend
 
 

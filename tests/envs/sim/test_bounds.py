@@ -52,6 +52,26 @@ def test_a_short_first_horizon_is_grown_to_the_same_answer() -> None:
     assert grown.mean_jct_s == pytest.approx(default.mean_jct_s, abs=TOLERANCE)
 
 
+def test_a_job_without_gpus_is_bounded_by_its_own_time_alone() -> None:
+    # Two 600 s one-GPU jobs share one GPU (750 s, as above); a third job needs no GPU,
+    # waits for its round at 1800 s and runs 300 s: 2100 - 100 s, whoever holds the GPU.
+    bound = mean_jct_lower_bound(
+        [0.0, 100.0, 0.0], [0.0, 1800.0, 0.0], [1, 0, 1], [600.0, 300.0, 600.0], total_gpus=1
+    )
+    assert bound.completion_s[1] == pytest.approx(2100.0, abs=TOLERANCE)
+    assert bound.mean_jct_s == pytest.approx((600.0 + 900.0 + 2000.0) / 3, abs=TOLERANCE)
+    alone = mean_jct_lower_bound([100.0], [1800.0], [0], [300.0], total_gpus=1)
+    assert alone.mean_jct_s == pytest.approx(2000.0, abs=TOLERANCE)
+
+
+def test_a_horizon_that_cannot_grow_enough_is_reported() -> None:
+    # 300 jobs of 300 s on one GPU need 90,000 s; a first horizon of one 300 s slot,
+    # doubled 8 times, ends at 38,400 s: the error names the last horizon tried.
+    jobs = np.zeros(300)
+    with pytest.raises(RuntimeError, match="at a horizon of 38400 s after 8 doublings"):
+        mean_jct_lower_bound(jobs, jobs, jobs + 1, jobs + 300.0, 1, horizon_s=1.0)
+
+
 def _list_schedule_mean_jct(
     order: tuple[int, ...], arrival: np.ndarray, gpus: np.ndarray, run: np.ndarray, total: int
 ) -> float:
@@ -88,7 +108,9 @@ def test_never_above_a_feasible_schedule(seed: int) -> None:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (([0.0], [0.0], [3], [60.0], 2), "gpus must be in [1, 2]; job 0 breaks it (1 jobs in all)"),
+        (([0.0], [0.0], [3], [60.0], 2), "gpus must be in [0, 2]; job 0 breaks it (1 jobs in all)"),
+        (([0.0], [0.0], [-1], [60.0], 2), "gpus must be in [0, 2]; job 0"),
+        (([0.0], [np.inf], [1], [60.0], 2), "earliest_start_s must be finite; job 0"),
         (
             ([0.0, 5.0], [0.0, 1.0], [1, 1], [60.0, 60.0], 2),
             "earliest_start_s must be >= arrival_s; job 1",

@@ -67,6 +67,8 @@ def test_specs_resolve_to_coefficients() -> None:
         ({"alpha": 1.0}, "unknown key"),
         ({"a1": "big"}, "must be a number"),
         ({"a1": -1.0}, "must be >= 0"),
+        ({"b2": float("nan")}, "b2=nan must be a finite number"),
+        ({"l1": float("inf")}, "l1=inf must be a finite number"),
         (3, "preset name"),
     ],
 )
