@@ -1,7 +1,7 @@
 """How much room each learning setting leaves a learned scheduler (issue 12).
 
 How to run: ``python benchmarks/bench_headroom.py [demo|contended|paper001 ...]`` (default:
-all three, about 10 minutes on 2 CPUs), or ``python benchmarks/run.py headroom``.
+all three, about 40 minutes on 2 CPUs), or ``python benchmarks/run.py headroom``.
 
 What you get, per setting of ``bench_learning.py`` and on its held-out seeds
 (``evaluation.seeds`` of ``tune/configs/<setting>.yaml``), mean avg JCT with its 95%
@@ -18,6 +18,11 @@ Student-t interval over the seeds:
   of the table's best ``SWITCH_AMONG`` heuristics to the end of the episode and plays the
   round's plan of the one that costs least (``envs.pod.rollouts.SwitchingPolicy``): how
   much choosing among the heuristics round by round, with the future known, could win;
+- **priority search**: the best schedule of the heuristics' own form -- a static priority
+  order over the jobs, DSIF's hold for locality on or off per job, the best heuristic's
+  placement -- found by ``SEARCH_EVALUATIONS`` moves of a seeded local search from
+  ``dsif-patient`` with the workload known (``envs.schedulers.priority_search``): a schedule
+  that exists, so the best possible avg JCT lies between the bound and it;
 - **goal**: the largest avg JCT at which a learned row meets the setting's goal.
 
 The goal's distance to the bound and to the contention-free heuristic says where the
@@ -41,12 +46,15 @@ CONFIGS = ROOT / "tune" / "configs"
 HOURS = 3600.0
 #: How many of the table's best heuristics the switching planner chooses among.
 SWITCH_AMONG = 8
+#: Schedules the priority search plays per workload (about 0.1 s each on contended's).
+SEARCH_EVALUATIONS = 1000
 COLUMNS = [
     "setting",
     "lower bound h",
     "best heuristic, no contention h",
     "best heuristic h",
     f"switching among the best {SWITCH_AMONG} h (paired vs best)",
+    f"priority search, {SEARCH_EVALUATIONS} schedules h (paired vs best)",
     "goal h",
     "best / bound",
     "goal / bound",
@@ -109,6 +117,41 @@ def switching_record(
     }
 
 
+def search_record(
+    env_config: dict[str, Any], seeds: list[int], table: dict[str, dict[str, Any]], best: str
+) -> dict[str, Any]:
+    """The hindsight priority search with ``best``'s placement on ``seeds``: mean,
+    interval, per seed, and the paired difference to ``best``."""
+    from envs.schedulers import split_scheduler_name
+    from tune.confidence import mean_ci, paired_relative_ci
+    from tune.episode_tasks import play_episodes
+
+    placement = split_scheduler_name(best)[1]
+    calls = [(env_config, seed, placement, SEARCH_EVALUATIONS) for seed in seeds]
+    per_seed = play_episodes(searched_avg_jct, calls, 0)
+    mean, half_width = mean_ci(per_seed)
+    best_per_seed = [episode["avg_jct"] for episode in table[best]["episodes"]]
+    paired, paired_half_width = paired_relative_ci(per_seed, best_per_seed)
+    return {
+        "search": mean,
+        "search_ci95": half_width,
+        "search_per_seed": per_seed,
+        "search_placement": placement,
+        "search_evaluations": SEARCH_EVALUATIONS,
+        "search_vs_best": paired,
+        "search_vs_best_ci95": paired_half_width,
+    }
+
+
+def searched_avg_jct(
+    env_config: dict[str, Any], seed: int, placement: str, evaluations: int
+) -> float:
+    """Avg JCT (s) of the best schedule the priority search finds for one workload."""
+    from envs.pod.bounds import pod_priority_search
+
+    return pod_priority_search(env_config, seed, placement, evaluations).avg_jct_s
+
+
 def measure(setting: Setting) -> dict[str, Any]:
     """The setting's bound, best heuristics and goal (seconds), as one record."""
     from envs.sim import DEFAULT_PERF
@@ -138,6 +181,7 @@ def measure(setting: Setting) -> dict[str, Any]:
         if perf is None:
             record["goal_jct"] = goal_jct(setting, table, best)
             record.update(switching_record(env_config, seeds, table, best))
+            record.update(search_record(env_config, seeds, table, best))
     record["best_over_bound"] = record["best"] / record["lower_bound"]
     record["goal_over_bound"] = record["goal_jct"] / record["lower_bound"]
     record["wall_s"] = time.perf_counter() - started
@@ -153,9 +197,10 @@ def _named(record: dict[str, Any], prefix: str) -> str:
     return f"{_hours(record[prefix], record[prefix + '_ci95'])} ({record[prefix + '_policy']})"
 
 
-def _switching(record: dict[str, Any]) -> str:
-    paired, half_width = record["switching_vs_best"], record["switching_vs_best_ci95"]
-    hours = _hours(record["switching"], record["switching_ci95"])
+def _paired(record: dict[str, Any], prefix: str) -> str:
+    """``prefix``'s mean ± interval, and its paired difference to the best heuristic."""
+    paired, half_width = record[f"{prefix}_vs_best"], record[f"{prefix}_vs_best_ci95"]
+    hours = _hours(record[prefix], record[f"{prefix}_ci95"])
     return f"{hours} ({100 * paired:+.1f} ± {100 * half_width:.1f}%)"
 
 
@@ -166,7 +211,8 @@ def row_of(record: dict[str, Any]) -> list[str]:
         _hours(record["lower_bound"], record["lower_bound_ci95"]),
         _named(record, "best_ideal"),
         _named(record, "best"),
-        _switching(record),
+        _paired(record, "switching"),
+        _paired(record, "search"),
         _hours(record["goal_jct"]),
         f"{record['best_over_bound']:.2f}x",
         f"{record['goal_over_bound']:.2f}x",

@@ -1,4 +1,5 @@
-"""The lower bound of :mod:`envs.sim.bounds` for one workload of the pod environment.
+"""The lower bound of :mod:`envs.sim.bounds` for one workload of the pod environment, and
+the hindsight search of :mod:`envs.schedulers.priority_search` for the schedule above it.
 
 The pod environment decides in rounds, at multiples of ``interval_s``, so a job's earliest
 start is the first round at or after its arrival; it holds its tasks' GPUs while it runs
@@ -17,10 +18,31 @@ from typing import Any
 import numpy as np
 
 from envs.schedulers.orderings import total_gpus
+from envs.schedulers.priority_search import PrioritySearchResult, search_priorities
 from envs.sim.bounds import JCTLowerBound, mean_jct_lower_bound
 
 #: Slots per decision interval in the bound's time grid (30-minute rounds: 5 minutes).
 SLOTS_PER_INTERVAL = 6
+
+
+def pod_priority_search(
+    env_config: Mapping[str, Any],
+    seed: int,
+    placement: str,
+    evaluations: int,
+    search_seed: int = 0,
+) -> PrioritySearchResult:
+    """The best static-priority schedule of the workload ``pod_scheduling_v0`` draws for
+    ``seed`` found with hindsight (:mod:`envs.schedulers.priority_search`): a schedule the
+    environment's heuristic driver would play job for job, so an upper reference on the
+    best possible avg JCT, as the lower bound is the lower one."""
+    from envs.registry import make_env
+
+    env = make_env("pod_scheduling_v0", **dict(env_config))
+    env.reset(seed=seed, options={"masks_only": True})
+    return search_priorities(
+        env.cluster, env.workload, env.sim.config, placement, evaluations, search_seed
+    )
 
 
 def pod_jct_lower_bound(

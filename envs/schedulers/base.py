@@ -41,6 +41,11 @@ class Ordering(ABC):
     min_run_s: float = 0.0
     consolidate: bool = False
 
+    def delay_limit(self, job: int) -> int:
+        """How many decisions ``job`` may be held back for its best locality (default:
+        ``max_delays`` for every job; an ordering with ``max_delays`` 0 never holds)."""
+        return self.max_delays
+
     def priority_keys(self, sim: Simulator, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
         """Sort keys (primary first, smaller first) of ``jobs``, running or waiting, now;
         ties go by arrival, then index (:func:`by_key`). Preemptive orderings define it."""

@@ -272,7 +272,7 @@ class Scheduler:
 
     def _hold(self, sim: Simulator, job: int, groups: np.ndarray) -> bool:
         """Whether to hold ``job`` back this decision (and count it) for better locality."""
-        limit = self.ordering.max_delays
+        limit = self.ordering.delay_limit(job)
         if limit <= 0 or self.delays.get(job, 0) >= limit:
             return False
         key = int(self._keys[job])

@@ -56,6 +56,10 @@ def test_a_row_prints_hours_and_ratios(bench: ModuleType) -> None:
         "switching_ci95": 36.0,
         "switching_vs_best": -0.025,
         "switching_vs_best_ci95": 0.004,
+        "search": 6840.0,
+        "search_ci95": 72.0,
+        "search_vs_best": -0.05,
+        "search_vs_best_ci95": 0.012,
         "goal_jct": 7416.0,
         "best_over_bound": 2.0,
         "goal_over_bound": 2.06,
@@ -66,6 +70,7 @@ def test_a_row_prints_hours_and_ratios(bench: ModuleType) -> None:
         "1.500 ± 0.050 (spf+packing)",
         "2.000 ± 0.200 (fifo+packing)",
         "1.950 ± 0.010 (-2.5 ± 0.4%)",
+        "1.900 ± 0.020 (-5.0 ± 1.2%)",
         "2.060",
         "2.00x",
         "2.06x",
@@ -121,6 +126,31 @@ def test_switching_plays_the_best_heuristics_and_is_paired_with_the_best(
         mine <= theirs for mine, theirs in zip(record["switching_per_seed"], best, strict=True)
     )
     assert record["switching_vs_best"] <= 0
+
+
+def test_the_search_uses_the_best_placement_and_never_ends_above_its_start(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tune.evaluation import add_statistics, evaluate
+
+    env_config = {
+        "server": "mixed",
+        "workload": "poisson",
+        "workload_params": {"rate": 10.0},
+        "num_jobs": 30,
+    }
+    names = ["dsif-patient+quiet-packing", "dsif-patient+packing"]
+    table = add_statistics(evaluate("pod_scheduling_v0", env_config, [0, 1], names))
+    monkeypatch.setattr(bench, "SEARCH_EVALUATIONS", 5)
+    record = bench.search_record(env_config, [0, 1], table, names[0])
+    assert record["search_placement"] == "quiet-packing"
+    assert record["search_evaluations"] == 5
+    # The search starts from dsif-patient with that placement: never above it.
+    start = [episode["avg_jct"] for episode in table[names[0]]["episodes"]]
+    assert all(
+        mine <= theirs for mine, theirs in zip(record["search_per_seed"], start, strict=True)
+    )
+    assert record["search_vs_best"] <= 0
 
 
 def test_the_learning_goal_is_met_at_and_below_that_avg_jct(bench: ModuleType) -> None:

@@ -1,0 +1,179 @@
+"""How good a schedule of the heuristics' own form can be, found with hindsight.
+
+The lower bound (:mod:`envs.sim.bounds`) says how far below the best heuristic no
+schedule can go; it does not say whether any real schedule comes near it. This module
+finds real ones: a scheduler of the table's form -- a static priority order over the
+jobs, DSIF's hold for locality (002) switched on or off per job, and one of the
+placements -- searched for one workload with the workload known in advance (hindsight),
+each candidate played to the end by the simulator. The best found is a schedule that
+exists, so the optimum lies between the bound and it; a goal above what the search
+reaches is within reach of some schedule, one below it may not be.
+
+**The search.** It starts from DSIF's own choice (shortest ideal time first, every job
+patient: exactly ``dsif-patient+<placement>``) and makes ``evaluations`` moves, each
+played to the end: move a job a few places up or down the order (60%), swap two jobs
+anywhere in it (20%), or switch one job's patience (20%). A move that lowers the average
+JCT is kept; one that raises it is kept with probability ``exp(-rise / T)`` (simulated
+annealing), ``T`` falling linearly from ``temperature`` x the starting average to 0; a
+walk that strays more than 1% above the best goes back to it every 300 moves. Seeded, so
+a search repeats exactly. This is a reference, not a policy: every order it finds is fit
+to one workload with its future known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from envs.schedulers.base import Ordering, by_key
+from envs.schedulers.orderings import PATIENT_DELAYS
+from envs.schedulers.registry import PLACEMENTS
+from envs.schedulers.scheduler import Scheduler
+from envs.schedulers.view import ClusterView
+from envs.sim import Simulator, SimulatorConfig
+from envs.sim.runner import simulate
+from envs.topology import Cluster
+from envs.workload import Workload
+
+#: Share of moves of each kind: a job a few places up or down, two jobs swapped, one
+#: job's patience switched (the rest).
+_NEARBY_MOVES, _SWAPS = 0.6, 0.2
+#: How far a nearby move takes a job in the order, at most.
+_NEARBY_PLACES = 8
+#: Moves between returns to the best order found, when the walk strayed above it.
+_RETURN_EVERY = 300
+_STRAY = 1.01
+
+
+class FixedPriorities(Ordering):
+    """A given priority order (``rank[job]``, smaller first; ties by arrival) with DSIF's
+    hold for locality, up to ``PATIENT_DELAYS`` decisions, for the jobs marked ``patient``
+    (the search's candidates; with SIF's ranks and every job patient, ``dsif-patient``)."""
+
+    name = "fixed-priorities"
+    max_delays: ClassVar[int] = PATIENT_DELAYS
+
+    def __init__(self, rank: np.ndarray, patient: np.ndarray) -> None:
+        self.rank = np.asarray(rank, dtype=np.float64)
+        self.patient = np.asarray(patient, dtype=bool)
+        if self.rank.shape != self.patient.shape or self.rank.ndim != 1:
+            raise ValueError(
+                f"rank and patient must be 1-D arrays of one length (a value per job); "
+                f"got shapes {self.rank.shape} and {self.patient.shape}"
+            )
+
+    def order(self, sim: Simulator, jobs: np.ndarray, view: ClusterView) -> np.ndarray:
+        return by_key(sim, jobs, self.rank[jobs])
+
+    def static_keys(self, sim: Simulator) -> tuple[np.ndarray, ...]:
+        return (self.rank,)
+
+    def delay_limit(self, job: int) -> int:
+        return PATIENT_DELAYS if self.patient[job] else 0
+
+
+@dataclass(frozen=True)
+class PrioritySearchResult:
+    """The search's best schedule: its average JCT (s), its ``rank`` (a permutation: the
+    order of the jobs) and ``patient`` flags per job; where it started
+    (``start_avg_jct_s``: ``dsif-patient+<placement>``); ``best_after[i]``: the best
+    average JCT after ``i + 1`` evaluations."""
+
+    avg_jct_s: float
+    rank: np.ndarray
+    patient: np.ndarray
+    start_avg_jct_s: float
+    best_after: np.ndarray
+
+    @property
+    def evaluations(self) -> int:
+        """Schedules played, the start not counted."""
+        return len(self.best_after)
+
+
+def play(
+    cluster: Cluster,
+    workload: Workload,
+    config: SimulatorConfig,
+    placement: str,
+    rank: np.ndarray,
+    patient: np.ndarray,
+) -> float:
+    """Average JCT (s) of the workload played by :class:`FixedPriorities` with
+    ``placement`` (backfilling, as every heuristic of the table)."""
+    scheduler = Scheduler(
+        FixedPriorities(rank, patient), PLACEMENTS[placement](np.random.default_rng(0))
+    )
+    result = simulate(cluster, workload, scheduler, f"{FixedPriorities.name}+{placement}", config)
+    return float(result.metrics()["avg_jct"])
+
+
+def search_priorities(
+    cluster: Cluster,
+    workload: Workload,
+    config: SimulatorConfig,
+    placement: str,
+    evaluations: int,
+    seed: int = 0,
+    temperature: float = 1e-3,
+) -> PrioritySearchResult:
+    """The best :class:`FixedPriorities` schedule of ``workload`` found in ``evaluations``
+    moves from DSIF's (module doc). Raises ValueError for an unknown ``placement``, a
+    negative number of evaluations or temperature."""
+    if placement not in PLACEMENTS:
+        raise ValueError(f"unknown placement {placement!r}; placements: {', '.join(PLACEMENTS)}")
+    if isinstance(evaluations, bool) or not isinstance(evaluations, int) or evaluations < 0:
+        raise ValueError(f"evaluations must be an integer >= 0; got {evaluations!r}")
+    if not (np.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be a finite number >= 0; got {temperature!r}")
+    jobs = len(workload)
+    ideal = Simulator(cluster, workload, config).ideal_duration
+    rank = np.empty(jobs)
+    rank[np.argsort(ideal, kind="stable")] = np.arange(jobs)  # SIF's order, ties by index
+    patient = np.ones(jobs, dtype=bool)
+
+    def cost(rank: np.ndarray, patient: np.ndarray) -> float:
+        return play(cluster, workload, config, placement, rank, patient)
+
+    current = start = cost(rank, patient)
+    best, best_rank, best_patient = start, rank, patient
+    rng = np.random.default_rng(seed)
+    best_after = np.empty(evaluations)
+    for step in range(evaluations):
+        heat = temperature * start * (1.0 - step / evaluations)
+        candidate_rank, candidate_patient = _move(rank, patient, rng)
+        value = cost(candidate_rank, candidate_patient)
+        rise = value - current
+        if rise <= 0 or (heat > 0 and rng.random() < np.exp(-rise / heat)):
+            rank, patient, current = candidate_rank, candidate_patient, value
+            if value < best:
+                best, best_rank, best_patient = value, rank, patient
+        if (step + 1) % _RETURN_EVERY == 0 and current > best * _STRAY:
+            rank, patient, current = best_rank, best_patient, best
+        best_after[step] = best
+    return PrioritySearchResult(best, best_rank, best_patient, start, best_after)
+
+
+def _move(
+    rank: np.ndarray, patient: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """One random move (module doc), as new arrays."""
+    jobs = len(rank)
+    rank, patient = rank.copy(), patient.copy()
+    kind = rng.random()
+    if kind < _NEARBY_MOVES:
+        order = list(np.argsort(rank, kind="stable"))
+        position = int(rng.integers(jobs))
+        shift = int(rng.integers(-_NEARBY_PLACES, _NEARBY_PLACES + 1))
+        moved = order.pop(position)
+        order.insert(min(max(position + shift, 0), jobs - 1), moved)
+        rank[np.asarray(order)] = np.arange(jobs)
+    elif kind < _NEARBY_MOVES + _SWAPS:
+        first, second = rng.integers(jobs, size=2)
+        rank[first], rank[second] = rank[second], rank[first]
+    else:
+        job = int(rng.integers(jobs))
+        patient[job] = not patient[job]
+    return rank, patient
