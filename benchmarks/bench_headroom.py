@@ -98,23 +98,12 @@ def switching_record(
 ) -> dict[str, Any]:
     """The switching planner over the table's best :data:`SWITCH_AMONG` heuristics on
     ``seeds``: mean, interval, and the paired difference to ``best``."""
-    from tune.confidence import mean_ci, paired_relative_ci
     from tune.episode_tasks import play_episodes
 
     ranked = sorted(table, key=lambda name: table[name]["metrics"]["avg_jct"])
     names = ranked[:SWITCH_AMONG]
     per_seed = play_episodes(switching_avg_jct, [(env_config, s, names) for s in seeds], 0)
-    mean, half_width = mean_ci(per_seed)
-    best_per_seed = [episode["avg_jct"] for episode in table[best]["episodes"]]
-    paired, paired_half_width = paired_relative_ci(per_seed, best_per_seed)
-    return {
-        "switching": mean,
-        "switching_ci95": half_width,
-        "switching_per_seed": per_seed,
-        "switching_among": names,
-        "switching_vs_best": paired,
-        "switching_vs_best_ci95": paired_half_width,
-    }
+    return {**_against_best("switching", per_seed, table, best), "switching_among": names}
 
 
 def search_record(
@@ -123,23 +112,34 @@ def search_record(
     """The hindsight priority search with ``best``'s placement on ``seeds``: mean,
     interval, per seed, and the paired difference to ``best``."""
     from envs.schedulers import split_scheduler_name
-    from tune.confidence import mean_ci, paired_relative_ci
     from tune.episode_tasks import play_episodes
 
     placement = split_scheduler_name(best)[1]
     calls = [(env_config, seed, placement, SEARCH_EVALUATIONS) for seed in seeds]
     per_seed = play_episodes(searched_avg_jct, calls, 0)
+    return {
+        **_against_best("search", per_seed, table, best),
+        "search_placement": placement,
+        "search_evaluations": SEARCH_EVALUATIONS,
+    }
+
+
+def _against_best(
+    prefix: str, per_seed: list[float], table: dict[str, dict[str, Any]], best: str
+) -> dict[str, Any]:
+    """``per_seed``'s mean and interval, and its paired difference to ``best``'s episodes,
+    under keys starting with ``prefix``."""
+    from tune.confidence import mean_ci, paired_relative_ci
+
     mean, half_width = mean_ci(per_seed)
     best_per_seed = [episode["avg_jct"] for episode in table[best]["episodes"]]
     paired, paired_half_width = paired_relative_ci(per_seed, best_per_seed)
     return {
-        "search": mean,
-        "search_ci95": half_width,
-        "search_per_seed": per_seed,
-        "search_placement": placement,
-        "search_evaluations": SEARCH_EVALUATIONS,
-        "search_vs_best": paired,
-        "search_vs_best_ci95": paired_half_width,
+        prefix: mean,
+        f"{prefix}_ci95": half_width,
+        f"{prefix}_per_seed": per_seed,
+        f"{prefix}_vs_best": paired,
+        f"{prefix}_vs_best_ci95": paired_half_width,
     }
 
 

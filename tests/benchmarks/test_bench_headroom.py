@@ -22,6 +22,22 @@ def bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return importlib.import_module("bench_headroom")
 
 
+# A small contended workload: queues form, so the heuristics differ.
+CONTENDED = {
+    "server": "mixed",
+    "workload": "poisson",
+    "workload_params": {"rate": 10.0},
+    "num_jobs": 30,
+}
+
+
+def contended_table(names: list[str]) -> dict[str, dict[str, Any]]:
+    """The table of ``names`` on CONTENDED's seeds 0 and 1, with its statistics."""
+    from tune.evaluation import add_statistics, evaluate
+
+    return add_statistics(evaluate("pod_scheduling_v0", CONTENDED, [0, 1], names))
+
+
 def table(**avg_jct: float) -> dict[str, dict[str, Any]]:
     return {
         name.replace("_", "+"): {"metrics": {"avg_jct": value}} for name, value in avg_jct.items()
@@ -106,19 +122,11 @@ def test_settings_are_selected_by_name(bench: ModuleType) -> None:
 def test_switching_plays_the_best_heuristics_and_is_paired_with_the_best(
     bench: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tune.evaluation import add_statistics, evaluate
-
-    env_config = {
-        "server": "mixed",
-        "workload": "poisson",
-        "workload_params": {"rate": 10.0},
-        "num_jobs": 30,
-    }
     names = ["fifo+packing", "dsif-patient+quiet-packing", "saf-patient+quiet-packing"]
-    table = add_statistics(evaluate("pod_scheduling_v0", env_config, [0, 1], names))
+    table = contended_table(names)
     monkeypatch.setattr(bench, "SWITCH_AMONG", 2)
     ranked = sorted(names, key=lambda name: table[name]["metrics"]["avg_jct"])
-    record = bench.switching_record(env_config, [0, 1], table, ranked[0])
+    record = bench.switching_record(CONTENDED, [0, 1], table, ranked[0])
     assert record["switching_among"] == ranked[:2]
     best = [episode["avg_jct"] for episode in table[ranked[0]]["episodes"]]
     # Each episode is at most the best heuristic's (the rollouts' improvement property).
@@ -131,18 +139,10 @@ def test_switching_plays_the_best_heuristics_and_is_paired_with_the_best(
 def test_the_search_uses_the_best_placement_and_never_ends_above_its_start(
     bench: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tune.evaluation import add_statistics, evaluate
-
-    env_config = {
-        "server": "mixed",
-        "workload": "poisson",
-        "workload_params": {"rate": 10.0},
-        "num_jobs": 30,
-    }
     names = ["dsif-patient+quiet-packing", "dsif-patient+packing"]
-    table = add_statistics(evaluate("pod_scheduling_v0", env_config, [0, 1], names))
+    table = contended_table(names)
     monkeypatch.setattr(bench, "SEARCH_EVALUATIONS", 5)
-    record = bench.search_record(env_config, [0, 1], table, names[0])
+    record = bench.search_record(CONTENDED, [0, 1], table, names[0])
     assert record["search_placement"] == "quiet-packing"
     assert record["search_evaluations"] == 5
     # The search starts from dsif-patient with that placement: never above it.
