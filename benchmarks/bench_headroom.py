@@ -1,7 +1,7 @@
 """How much room each learning setting leaves a learned scheduler (issue 12).
 
 How to run: ``python benchmarks/bench_headroom.py [demo|contended|paper001 ...]`` (default:
-all three, about 40 minutes on 2 CPUs), or ``python benchmarks/run.py headroom``.
+all three, about 35 minutes on 2 CPUs), or ``python benchmarks/run.py headroom``.
 
 What you get, per setting of ``bench_learning.py`` and on its held-out seeds
 (``evaluation.seeds`` of ``tune/configs/<setting>.yaml``), mean avg JCT with its 95%
