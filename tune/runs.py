@@ -174,7 +174,7 @@ def log_evaluation_runs(
             evaluation_run_name(policy, experiment.evaluation.seeds),
             deadline,
             params={"policy": policy, **params},
-            metrics={**logged_metrics(entry), **bound_metrics(info)},
+            metrics={**logged_metrics(entry), **bound_metrics(info, policy)},
             tags={
                 **tags,
                 **linked,

@@ -218,10 +218,11 @@ def test_pod_summary_carries_the_workloads_lower_bound() -> None:
     assert legend.startswith(f"lower bound on avg JCT: {hours} ± ")
 
 
-def test_a_bound_of_truncated_episodes_is_withheld_with_the_reason() -> None:
+def test_rows_with_jobs_unfinished_at_the_horizon_are_named_beside_the_bound() -> None:
     """Episodes cut at the horizon report their unfinished jobs' time so far, which the
     bound does not bound (two 30-minute rounds: the first jobs finish, most do not): the
-    summary says why there is no bound, the table keeps its rows, MLflow gets no bound."""
+    summary keeps the bound and names those rows, the table says so under it, and their
+    MLflow runs carry no bound."""
     from tune.evaluation import bound_metrics, format_evaluation, summary
 
     env_config = {
@@ -243,13 +244,41 @@ def test_a_bound_of_truncated_episodes_is_withheld_with_the_reason() -> None:
         for episode in entry["episodes"]
     )
     info = summary(experiment, table)
-    assert info["lower_bound"] is None and bound_metrics(info) == {}
-    assert info["lower_bound_withheld"].startswith(
-        "4 of 4 episodes ended with jobs unfinished at the horizon"
-    )
+    assert info["lower_bound"]["avg_jct"] > 0 and info["lower_bound_withheld"] is None
+    assert info["lower_bound_unbounded"] == ["fifo+packing", "sjf+lif"]
+    assert bound_metrics(info, "fifo+packing") == {} and bound_metrics(info, "sjf+lif") == {}
     legend = format_evaluation(table, info).splitlines()[-1]
-    assert legend == f"no lower bound on avg JCT: {info['lower_bound_withheld']}"
-    assert set(table) == {"fifo+packing", "sjf+lif"}
+    assert legend == (
+        "not bounded by it: fifo+packing, sjf+lif (jobs unfinished at the horizon count their "
+        "time so far)"
+    )
+
+
+def test_a_bound_that_cannot_be_computed_is_reported_and_the_table_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tune.evaluation.comparison as comparison
+    from tune.evaluation import bound_metrics, format_evaluation, summary
+
+    def refuse(experiment: object) -> None:
+        raise RuntimeError("the lower-bound program failed: time limit reached")
+
+    monkeypatch.setattr(comparison, "lower_bound", refuse)
+    experiment = config_from_dict(
+        {
+            "environment": {"name": "pod_scheduling_v0", "config": {"num_jobs": 6}},
+            "evaluation": {"seeds": [1000], "baselines": ["fifo+packing"]},
+        }
+    )
+    table = evaluate_experiment(experiment)
+    info = summary(experiment, table)
+    assert info["lower_bound"] is None and bound_metrics(info, "fifo+packing") == {}
+    assert info["best_heuristic"] == "fifo+packing"
+    legend = format_evaluation(table, info).splitlines()[-1]
+    assert legend == (
+        "no lower bound on avg JCT: not computed: the lower-bound program failed: time limit "
+        "reached"
+    )
 
 
 def test_single_agent_summaries_have_no_jct_bound() -> None:

@@ -117,11 +117,12 @@ def lower_bound(experiment: ExperimentConfig) -> dict[str, Any] | None:
     return {"avg_jct": mean, "ci95": half_width, "per_seed": per_seed}
 
 
-def bound_metrics(info: dict[str, Any]) -> dict[str, float]:
-    """The lower bound of ``info`` (:func:`summary`) as MLflow metrics, for every row's run
-    (empty without one)."""
+def bound_metrics(info: dict[str, Any], policy: str | None = None) -> dict[str, float]:
+    """The lower bound of ``info`` (:func:`summary`) as MLflow metrics for the run of row
+    ``policy`` (empty without a bound, and for a row whose episodes left jobs unfinished:
+    the bound does not bound its avg JCT)."""
     bound = info.get("lower_bound")
-    if not bound:
+    if not bound or policy in info.get("lower_bound_unbounded", []):
         return {}
     metrics = {"lower_bound_avg_jct": bound["avg_jct"]}
     if math.isfinite(bound["ci95"]):
@@ -198,8 +199,8 @@ def summary(
     """Which heuristic was best (lowest mean ``metric``, by default the environment's
     :func:`ranking_metric`), the learned summary row, the relative difference of each
     row's mean ``metric`` to the best heuristic's (negative: lower, i.e. better), and for
-    the pod environment's avg JCT the workloads' :func:`lower_bound` (None, with
-    ``lower_bound_withheld`` saying why, when it does not apply)."""
+    the pod environment's avg JCT the workloads' :func:`lower_bound` and the rows it does
+    not bound (:func:`_bound_or_reason`)."""
     metric = metric or ranking_metric(experiment.environment.name)
     heuristics = [policy for policy, entry in table.items() if entry.get("kind") == "heuristic"]
     best = best_heuristic(table, heuristics, metric)
@@ -227,29 +228,27 @@ def summary(
 def _bound_or_reason(
     experiment: ExperimentConfig, table: dict[str, dict[str, Any]], metric: str
 ) -> dict[str, Any]:
-    """``{"lower_bound": ..., "lower_bound_withheld": None}``, or the bound None and why.
-
-    The bound is withheld when an evaluated episode ended with jobs unfinished (its avg
-    JCT counts their time so far, which the bound does not bound), and when it cannot be
-    computed: the evaluation's results are kept either way.
-    """
+    """``lower_bound`` (None where it does not apply, with ``lower_bound_withheld`` saying
+    why when it could not be computed) and ``lower_bound_unbounded``: the rows with an
+    episode that ended with jobs unfinished at the horizon, whose avg JCT counts those
+    jobs' time so far -- which the bound does not bound. The evaluation's results are kept
+    whatever happens to the bound."""
+    none = {"lower_bound": None, "lower_bound_withheld": None, "lower_bound_unbounded": []}
     if metric != RANKING_METRIC or experiment.environment.name != "pod_scheduling_v0":
-        return {"lower_bound": None, "lower_bound_withheld": None}
-    episodes = [episode for entry in table.values() for episode in entry.get("episodes", [])]
-    unfinished = sum(
-        episode.get("jobs_finished", 0) < episode.get("jobs_total", 0) for episode in episodes
-    )
-    if unfinished:
-        reason = (
-            f"{unfinished} of {len(episodes)} episodes ended with jobs unfinished at the "
-            "horizon (environment.config.horizon_intervals); the bound holds for schedules "
-            "that finish every job"
+        return none
+    unbounded = [
+        policy
+        for policy, entry in table.items()
+        if any(
+            episode.get("jobs_finished", 0) < episode.get("jobs_total", 0)
+            for episode in entry.get("episodes", [])
         )
-        return {"lower_bound": None, "lower_bound_withheld": reason}
+    ]
     try:
-        return {"lower_bound": lower_bound(experiment), "lower_bound_withheld": None}
+        bound = lower_bound(experiment)
     except (ValueError, RuntimeError) as error:
-        return {"lower_bound": None, "lower_bound_withheld": f"not computed: {error}"}
+        return {**none, "lower_bound_withheld": f"not computed: {error}"}
+    return {**none, "lower_bound": bound, "lower_bound_unbounded": unbounded}
 
 
 def paired_to(
@@ -363,6 +362,11 @@ def format_evaluation(table: dict[str, dict[str, Any]], info: dict[str, Any]) ->
             f"\nlower bound on avg JCT: {_mean_pm(bound['avg_jct'], bound['ci95'], 3600.0)} h"
             " (no schedule that finishes these workloads beats it: envs/sim/bounds.py)"
         )
+        if info.get("lower_bound_unbounded"):
+            legend += (
+                f"\nnot bounded by it: {', '.join(info['lower_bound_unbounded'])} (jobs "
+                "unfinished at the horizon count their time so far)"
+            )
     elif info.get("lower_bound_withheld"):
         legend += f"\nno lower bound on avg JCT: {info['lower_bound_withheld']}"
     return align_rows(header, rows) + "\n" + legend
