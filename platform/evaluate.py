@@ -36,10 +36,12 @@ import argparse
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 from envs.sim.report import json_safe
-from tune.experiment import ConfigError, load_config
+from tune.experiment import ConfigError, ExperimentConfig, load_config
 from tune.worker_env import bound_spin_waits
 
 
@@ -111,27 +113,57 @@ def evaluate(args: argparse.Namespace, overrides: list[str], workdir: Path) -> i
         print(f"evaluate.py: error: {error}", file=sys.stderr)
         return 2
     from tune.evaluation import evaluate_experiment, format_evaluation, statistics_table, summary
-    from tune.runs import log_evaluation_runs, start_ray
+    from tune.runs import start_ray
 
     if not args.no_ray:
         start_ray()
     table = evaluate_experiment(experiment, modules)
     info = summary(experiment, table)
+    payload = {
+        "policies": {policy: entry["metrics"] for policy, entry in table.items()},
+        "evaluation": statistics_table(table),
+        "summary": info,
+    }
+    # The results first: logging may wait out an unreachable server for minutes and fail.
+    if args.json:
+        print(json.dumps(json_safe(payload)), flush=True)
+    else:
+        print(f"{len(experiment.evaluation.seeds)} episode(s) per policy")
+        print(format_evaluation(table, info), flush=True)
     if args.mlflow:  # tracking_uri was resolved (and checked) above
-        checkpoint = args.checkpoint or ""
+        return log_or_keep(experiment, tracking_uri, table, info, args.checkpoint or "", payload)
+    return 0
+
+
+def log_or_keep(
+    experiment: ExperimentConfig,
+    tracking_uri: str,
+    table: dict[str, Any],
+    info: dict[str, Any],
+    checkpoint: str,
+    payload: dict[str, Any],
+) -> int:
+    """Log the evaluation runs; when the tracking server fails, keep the results under
+    ``$PODSCHED_RESULTS/unlogged-evaluations/`` instead, say where in one line and return 1."""
+    from tune.mlflow_retry import outage_errors
+    from tune.paths import results_root
+    from tune.runs import log_evaluation_runs
+
+    try:
         log_evaluation_runs(
             experiment, tracking_uri, table, info, params={"checkpoint": checkpoint}
         )
-    if args.json:
-        payload = {
-            "policies": {policy: entry["metrics"] for policy, entry in table.items()},
-            "evaluation": statistics_table(table),
-            "summary": info,
-        }
-        print(json.dumps(json_safe(payload)))
-    else:
-        print(f"{len(experiment.evaluation.seeds)} episode(s) per policy")
-        print(format_evaluation(table, info))
+    except outage_errors() as error:
+        kept = results_root() / "unlogged-evaluations" / time.strftime("%Y%m%d-%H%M%S")
+        kept.mkdir(parents=True, exist_ok=True)
+        path = kept / f"{experiment.name}.json"
+        path.write_text(json.dumps(json_safe(payload)))
+        print(
+            f"evaluate.py: error: the evaluation runs were not logged to {tracking_uri} "
+            f"({type(error).__name__}); the results are in {path}",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

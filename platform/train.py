@@ -339,6 +339,10 @@ def main(argv: list[str] | None = None) -> int:
         # The tracking store first: it answers in milliseconds, the preflight (which
         # imports RLlib and builds the environment and the model) in seconds.
         tracking_uri = resolve_tracking_uri(experiment)
+        if args.resume:  # before the preflight, and before a warm start retrains its clone
+            from tune.runs import check_resumable
+
+            check_resumable(experiment, storage)
         check_experiment(experiment)
         for warning in resource_warnings(experiment):
             print(f"train.py: warning: {warning}", file=sys.stderr)

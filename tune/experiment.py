@@ -349,6 +349,14 @@ class EvaluationSection:
                 "evaluation.validation_seeds must be a list of non-negative integers, "
                 f"got {self.validation_seeds!r}"
             )
+        for key in ("seeds", "validation_seeds"):
+            seeds = getattr(self, key)
+            repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
+            if repeated:
+                raise ConfigError(
+                    f"evaluation.{key} repeats {repeated}: each seed is one workload, and a "
+                    "repeated one would count twice in the means and narrow their intervals"
+                )
         overlap = sorted(set(self.seeds) & set(self.validation_seeds))
         if overlap:
             raise ConfigError(
@@ -717,6 +725,14 @@ class ExperimentConfig:
         self.evaluation.baselines_for(self.environment.name)  # a bad name fails before Ray
         if self.warm_start is not None:
             self._check_warm_start(self.warm_start)
+            validation = self.evaluation.validation_seeds
+            if len(validation) == 1 and self.evaluation.selection_confidence > 0:
+                raise ConfigError(
+                    "evaluation.validation_seeds has one seed: no checkpoint can be "
+                    "significantly better than the warm start on one workload, so the warm "
+                    "start would always be evaluated; give two or more seeds, or set "
+                    "evaluation.selection_confidence: 0 (the lowest mean)"
+                )
 
     def _check_warm_start(self, warm_start: WarmStartSection) -> None:
         from envs.registry import MULTI_AGENT_ENVIRONMENTS
@@ -842,7 +858,14 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         key, separator, raw = override.partition("=")
         if not separator or not key:
             raise ConfigError(f"--set takes KEY=VALUE with a dotted key, got {override!r}")
-        value = yaml.safe_load(raw) if raw else ""
+        try:
+            value = yaml.safe_load(raw) if raw else ""
+        except yaml.YAMLError as error:
+            problem = str(error).splitlines()[0]
+            raise ConfigError(
+                f"--set {key}: {raw!r} is not a YAML value ({problem}); quote strings, write "
+                "lists as [a, b]"
+            ) from None
         if isinstance(value, str):
             # YAML 1.1 reads 1e-4 (no dot) as a string; users mean the number.
             with contextlib.suppress(ValueError):

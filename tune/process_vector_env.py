@@ -80,8 +80,14 @@ class _Helper:
         finally:
             theirs.close()
         self.connection = Connection(ours.detach())
-        self.send(("build", name, config, stop - start))
-        self.receive()  # the helper's environments are built
+        try:
+            self.send(("build", name, config, stop - start))
+            self.receive()  # the helper's environments are built
+        except BaseException:
+            # Not yet among the vector env's helpers, so its close() would miss this one:
+            # reap it here (an exited helper would stay a zombie, a live one wait forever).
+            self.close()
+            raise
 
     def send(self, request: tuple) -> None:
         """Send one request (see :mod:`tune.env_server`)."""

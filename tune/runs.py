@@ -119,9 +119,7 @@ def restore_tuner(
 
     from tune.rllib_config import algorithm_class
 
-    experiment_dir = storage_join(storage, name or experiment.name)
-    if not ray_tune.Tuner.can_restore(experiment_dir):
-        raise ConfigError(f"--resume: no interrupted experiment at {experiment_dir}")
+    experiment_dir = check_resumable(experiment, storage, name)
     return ray_tune.Tuner.restore(
         experiment_dir,
         trainable=algorithm_class(experiment.algorithm.name),
@@ -129,6 +127,18 @@ def restore_tuner(
         resume_unfinished=True,
         resume_errored=True,
     )
+
+
+def check_resumable(experiment: ExperimentConfig, storage: str, name: str | None = None) -> str:
+    """The folder of the interrupted Tune run ``name`` (default the experiment's) under
+    ``storage``; :class:`ConfigError` when there is none to resume (checked before any
+    work, such as a warm start, that a resume would otherwise do first)."""
+    from ray import tune as ray_tune
+
+    experiment_dir = storage_join(storage, name or experiment.name)
+    if not ray_tune.Tuner.can_restore(experiment_dir):
+        raise ConfigError(f"--resume: no interrupted experiment at {experiment_dir}")
+    return experiment_dir
 
 
 def evaluation_run_name(policy: str, seeds: list[int]) -> str:

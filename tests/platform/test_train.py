@@ -116,6 +116,23 @@ def test_nested_config_mistakes_fail_before_ray_starts(
     assert not ray_tmp.exists() and not (tmp_path / "results").exists()
 
 
+def test_resuming_nothing_fails_before_ray_and_the_warm_start(tmp_path: Path) -> None:
+    # A mistyped storage folder: no interrupted run there to resume. The demo's warm start
+    # would retrain its clone first; the one line comes before it and before Ray.
+    ray_tmp = tmp_path / "ray"
+    storage = tmp_path / "typo"
+    result = run_program(
+        "platform/train.py",
+        *("--config", "tune/configs/demo.yaml", "--storage", str(storage), "--resume"),
+        env={"RAY_TMPDIR": str(ray_tmp), "RAY_ADDRESS": ""},
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"train.py: error: --resume: no interrupted experiment at {storage / 'demo'}"
+    ]
+    assert not ray_tmp.exists() and not storage.exists()  # no clone trained into it
+
+
 def test_a_resource_warning_comes_before_the_resource_check(tmp_path: Path) -> None:
     # Helper processes beyond each remote runner's CPU: a warning line, then the error of a
     # trial no machine here fits (65 CPUs), so no Ray starts.

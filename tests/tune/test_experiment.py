@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -105,9 +106,35 @@ def test_bad_configs_name_the_key(data: dict, message: str) -> None:
         config_from_dict(data)
 
 
+@pytest.mark.parametrize(
+    ("evaluation", "message"),
+    [
+        ({"seeds": [1000, 1001, 1000]}, r"evaluation.seeds repeats \[1000\]"),
+        ({"validation_seeds": [5, 5, 5]}, r"evaluation.validation_seeds repeats \[5\]"),
+        ({"validation_seeds": [2000]}, "validation_seeds has one seed"),
+    ],
+)
+def test_seeds_that_cannot_carry_a_comparison_are_refused(
+    evaluation: dict[str, Any], message: str
+) -> None:
+    data = {
+        "environment": {"name": "pod_scheduling_v0"},
+        "evaluation": {"seeds": [1000, 1001], **evaluation},
+        "warm_start": {"heuristic": "fifo+packing"},
+    }
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(data)
+    # One validation seed chooses by the lowest mean when told to.
+    if evaluation.get("validation_seeds") == [2000]:
+        data["evaluation"]["selection_confidence"] = 0
+        assert config_from_dict(data).evaluation.validation_seeds == [2000]
+
+
 def test_bad_override_and_bad_yaml(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--set takes KEY=VALUE"):
         apply_overrides({}, ["algorithm.lr"])
+    with pytest.raises(ConfigError, match=r"--set evaluation.seeds: '\[3000,,3001\]' is not a"):
+        apply_overrides({}, ["evaluation.seeds=[3000,,3001]"])
     broken = tmp_path / "broken.yaml"
     broken.write_text("algorithm: [unclosed\n")
     with pytest.raises(ConfigError, match="is not valid YAML"):

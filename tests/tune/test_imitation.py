@@ -242,7 +242,7 @@ def test_restarts_fit_clones_of_one_recording(tmp_path: Path) -> None:
     from tune.imitation import warm_start_clones
 
     experiment = tiny_experiment(
-        validation_seeds=[300], epochs=1, episodes=2, heldout_episodes=1, restarts=2
+        validation_seeds=[300, 301], epochs=1, episodes=2, heldout_episodes=1, restarts=2
     )
     clones = warm_start_clones(experiment, tmp_path / "clones")
     assert [Path(path).name for path, _ in clones] == ["clone-0", "clone-1"]

@@ -182,3 +182,23 @@ def test_closing_ends_the_helper_processes() -> None:
     env.close()
     # they exited on request, not terminated
     assert [process.returncode for process in processes] == [0, 0]
+
+
+def test_a_helper_that_cannot_build_is_reported_and_reaped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import subprocess
+
+    import tune.process_vector_env as module
+
+    started, original = [], subprocess.Popen
+
+    def popen(*args, **kwargs):
+        started.append(original(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(module.subprocess, "Popen", popen)
+    with pytest.raises(RuntimeError, match=r"(?s)sub-environments 1-1 .*failed:\n.*no_such_env"):
+        ProcessVectorMultiAgentEnv("no_such_env", CONFIG, make_local, num_envs=2, processes=2)
+    # The helper exited and was waited for: no zombie is left behind.
+    assert len(started) == 1 and started[0].returncode is not None
