@@ -58,7 +58,13 @@ import yaml
 
 from envs.sim.report import json_safe
 from tune.experiment import ConfigError, ExperimentConfig, load_config
-from tune.paths import default_storage, local_folder, resolve_storage, results_root
+from tune.paths import (
+    default_storage,
+    local_folder,
+    resolve_storage,
+    results_root,
+    writable_folder_problem,
+)
 from tune.runs import BEST_METRIC, checkpoint_folder
 from tune.worker_env import bound_spin_waits
 
@@ -333,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         experiment = load(args)
         storage = resolve_storage(args.storage or default_storage())
+        problem = writable_folder_problem(storage)
+        if problem is not None:
+            raise ConfigError(f"--storage {storage}: {problem}")
         from tune.preflight import check_experiment, resource_warnings
         from tune.runs import start_ray_for
 

@@ -63,7 +63,13 @@ def resolve_tracking_uri(experiment: ExperimentConfig) -> str:
     elif os.environ.get("MLFLOW_TRACKING_URI"):
         uri, source = os.environ["MLFLOW_TRACKING_URI"], "MLFLOW_TRACKING_URI"
     else:
-        results_root().mkdir(parents=True, exist_ok=True)
+        try:
+            results_root().mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ConfigError(
+                f"cannot create the results folder {results_root()} ({error.strerror}); set "
+                "PODSCHED_RESULTS to a writable folder"
+            ) from None
         return default_tracking_uri()
     if is_file_store(uri):
         from mlflow.environment_variables import MLFLOW_ALLOW_FILE_STORE

@@ -54,6 +54,23 @@ def resolve_storage(location: str | os.PathLike[str]) -> str:
     return str(Path(text).expanduser().resolve())
 
 
+def writable_folder_problem(location: str) -> str | None:
+    """Why the local folder ``location`` could not be created or written (a file on the
+    way, a folder this user cannot write), else None; a URI is its storage's business.
+    Nothing is created: the question is asked before any work."""
+    if is_uri(location):
+        return None
+    path = Path(location).expanduser()
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable"
+    return None
+
+
 def storage_join(storage: str, *parts: str) -> str:
     """``storage`` / ``parts``: joined with ``/`` inside a URI, as a path otherwise."""
     if is_uri(storage):

@@ -116,6 +116,34 @@ def test_nested_config_mistakes_fail_before_ray_starts(
     assert not ray_tmp.exists() and not (tmp_path / "results").exists()
 
 
+def test_output_folders_that_cannot_be_made_fail_before_ray(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    ray_tmp = tmp_path / "ray"
+    for arguments, environment, expected in (
+        (("--storage", str(blocker / "s")), {}, f"--storage {blocker / 's'}: {blocker} is a file"),
+        (
+            ("--storage", str(tmp_path / "results")),
+            {"PODSCHED_RESULTS": str(blocker / "r")},
+            f"cannot create the results folder {blocker / 'r'} (Not a directory)",
+        ),
+    ):
+        result = run_program(
+            "platform/train.py",
+            *("--config", str(TINY), *arguments),
+            env={
+                "RAY_TMPDIR": str(ray_tmp),
+                "RAY_ADDRESS": "",
+                "MLFLOW_TRACKING_URI": "",
+                **environment,
+            },
+        )
+        assert result.returncode == 2
+        assert result.stderr.count("\n") == 1
+        assert result.stderr.startswith(f"train.py: error: {expected}")
+    assert not ray_tmp.exists()
+
+
 def test_resuming_nothing_fails_before_ray_and_the_warm_start(tmp_path: Path) -> None:
     # A mistyped storage folder: no interrupted run there to resume. The demo's warm start
     # would retrain its clone first; the one line comes before it and before Ray.

@@ -17,6 +17,7 @@ from tune.paths import (
     resolve_storage,
     results_root,
     storage_join,
+    writable_folder_problem,
 )
 
 
@@ -87,3 +88,14 @@ def test_artifacts_land_next_to_the_store_not_in_the_current_folder(
     stored = tmp_path / "mlartifacts" / "paths" / run_id / "artifacts" / "note.txt"
     assert stored.read_text() == "kept\n"
     assert os.listdir(elsewhere) == []
+
+
+def test_a_folder_that_cannot_be_made_is_named_before_anything_is_created(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert writable_folder_problem(str(blocker / "results" / "tiny")) == (
+        f"{blocker} is a file, not a folder"
+    )
+    assert writable_folder_problem(str(tmp_path / "new" / "deeper")) is None
+    assert not (tmp_path / "new").exists()
+    assert writable_folder_problem("s3://bucket/results") is None
