@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tune.experiment import ConfigError, load_config
-from tune.paths import default_storage, resolve_storage
+from tune.paths import default_storage, resolve_storage, writable_folder_problem
 from tune.worker_env import bound_spin_waits
 
 
@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"--num-samples must be >= 1, got {args.num_samples}")
         experiment = load_config(args.config, args.set)
         storage = resolve_storage(args.storage or default_storage())
+        problem = writable_folder_problem(storage)
+        if problem is not None:
+            raise ConfigError(f"--storage {storage}: {problem}")
         from tune.preflight import check_experiment, resource_warnings
         from tune.runs import start_ray_for
         from tune.search import check_sweep
