@@ -710,18 +710,19 @@ class ExperimentConfig:
             isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 for seed in self.seeds
         ):
             raise ConfigError(f"seeds must be a list of integers >= 0, got {self.seeds!r}")
-        overlap = sorted(set(self.seeds) & set(self.evaluation.seeds))
-        if overlap:
-            raise ConfigError(
-                f"evaluation.seeds {overlap} are also training seeds; evaluation must use "
-                "held-out seeds"
-            )
-        overlap = sorted(set(self.seeds) & set(self.evaluation.validation_seeds))
-        if overlap:
-            raise ConfigError(
-                f"evaluation.validation_seeds {overlap} are also training seeds; validation "
-                "must use held-out seeds"
-            )
+        # RLlib seeds a runner's first episodes seed + runner index + environment index:
+        # those workloads are trained on too.
+        spread = self.resources.num_env_runners + self.resources.num_envs_per_env_runner
+        trained = {seed + offset for seed in self.seeds for offset in range(spread)}
+        for key, use in (("seeds", "evaluation"), ("validation_seeds", "validation")):
+            overlap = sorted(trained & set(getattr(self.evaluation, key)))
+            if overlap:
+                raise ConfigError(
+                    f"evaluation.{key} {overlap} are also training seeds (trial seeds "
+                    f"{self.seeds}: RLlib seeds the first episodes seed + runner index + "
+                    f"environment index, up to seed + {spread - 1}); {use} must use "
+                    "held-out seeds"
+                )
         self.evaluation.baselines_for(self.environment.name)  # a bad name fails before Ray
         if self.warm_start is not None:
             self._check_warm_start(self.warm_start)

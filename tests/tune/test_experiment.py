@@ -60,6 +60,13 @@ def test_overrides_reach_nested_keys() -> None:
         ),
         ({"evaluation": {"baselines": ["fifo+warp"]}}, r"evaluation.baselines: unknown placement"),
         ({"seeds": [1000]}, r"evaluation.seeds \[1000\] are also training seeds"),
+        # 998's runner seeds its 4 environments' first episodes 998-1001.
+        (
+            {"seeds": [998], "resources": {"num_envs_per_env_runner": 4}},
+            r"evaluation.seeds \[1000, 1001\] are also training seeds \(trial seeds \[998\]: "
+            r"RLlib seeds the first episodes seed \+ runner index \+ environment index, up to "
+            r"seed \+ 3\)",
+        ),
         (
             {"evaluation": {"seeds": [5, 6], "validation_seeds": [6, 7]}},
             r"evaluation.validation_seeds \[6\] are also evaluation seeds",
