@@ -189,7 +189,17 @@ def scored_checkpoint(experiment: ExperimentConfig, results: Any) -> Any:
             f"train.py: warning: no kept checkpoint reported {key!r}; taking the latest",
             file=sys.stderr,
         )
-    return results.get_best_result(metric=BEST_METRIC, mode="max").checkpoint
+    return best_trial(results).checkpoint
+
+
+def best_trial(results: Any) -> Any:
+    """The trial (a Tune Result) with the highest final mean episode return; the first
+    trial when none reported one (episodes longer than a short run), where Tune's own
+    choice raises for several trials and a single one is its own best."""
+    try:
+        return results.get_best_result(metric=BEST_METRIC, mode="max")
+    except RuntimeError:  # no trial reported BEST_METRIC: the training is not lost over it
+        return results[0]
 
 
 def choose_policy(
@@ -406,7 +416,7 @@ def train_and_evaluate(
         )
         return INTERRUPTED, None
     training_s = time.monotonic() - started
-    best = results.get_best_result(metric=BEST_METRIC, mode="max")
+    best = best_trial(results)
     checkpoint = checkpoint_folder(scored_checkpoint(experiment, results))
     table: dict[str, dict[str, Any]] = {}
     info: dict[str, Any] = {}
