@@ -41,13 +41,14 @@ from pathlib import Path
 from typing import Any
 
 from envs.sim.report import json_safe
+from tune.cli import OneLineParser
 from tune.experiment import ConfigError, ExperimentConfig, load_config
 from tune.worker_env import bound_spin_waits
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="evaluate.py",
         description=__doc__.split("How to run")[0].strip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -57,6 +57,7 @@ from typing import Any
 import yaml
 
 from envs.sim.report import json_safe
+from tune.cli import OneLineParser
 from tune.experiment import ConfigError, ExperimentConfig, load_config
 from tune.paths import (
     default_storage,
@@ -74,7 +75,7 @@ INTERRUPTED = 130
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="train.py",
         description=__doc__.split("How to run")[0].strip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,

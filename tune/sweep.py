@@ -38,6 +38,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tune.cli import OneLineParser
 from tune.experiment import ConfigError, load_config
 from tune.paths import default_storage, resolve_storage, writable_folder_problem
 from tune.worker_env import bound_spin_waits
@@ -45,7 +46,7 @@ from tune.worker_env import bound_spin_waits
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="sweep.py",
         description=__doc__.split("How to run")[0].strip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,

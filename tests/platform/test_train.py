@@ -144,6 +144,15 @@ def test_output_folders_that_cannot_be_made_fail_before_ray(tmp_path: Path) -> N
     assert not ray_tmp.exists()
 
 
+@pytest.mark.parametrize("script", ["platform/train.py", "platform/evaluate.py", "tune/sweep.py"])
+def test_a_mistyped_flag_is_one_line(script: str) -> None:
+    result = run_program(script, "--config", str(TINY), "--seeed", "3")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"{Path(script).name}: error: unrecognized arguments: --seeed 3"
+    ]
+
+
 def test_resuming_nothing_fails_before_ray_and_the_warm_start(tmp_path: Path) -> None:
     # A mistyped storage folder: no interrupted run there to resume. The demo's warm start
     # would retrain its clone first; the one line comes before it and before Ray.
