@@ -20,8 +20,9 @@ Student-t interval over the seeds:
   much choosing among the heuristics round by round, with the future known, could win;
 - **priority search**: the best schedule of the heuristics' own form -- a static priority
   order over the jobs, DSIF's hold for locality on or off per job, the best heuristic's
-  placement -- found by ``SEARCH_EVALUATIONS`` moves of a seeded local search from
-  ``dsif-patient`` with the workload known (``envs.schedulers.priority_search``): a schedule
+  placement -- found by ``SEARCH_EVALUATIONS`` moves of a seeded local search from the
+  best heuristic (when its order is fixed in advance, else ``dsif-patient``) with the
+  workload known (``envs.schedulers.priority_search``): a schedule
   that exists, so the best possible avg JCT lies between the bound and it;
 - **goal**: the largest avg JCT at which a learned row meets the setting's goal.
 
@@ -114,14 +115,25 @@ def search_record(
     from envs.schedulers import split_scheduler_name
     from tune.episode_tasks import play_episodes
 
-    placement = split_scheduler_name(best)[1]
-    calls = [(env_config, seed, placement, SEARCH_EVALUATIONS) for seed in seeds]
+    ordering, placement = split_scheduler_name(best)
+    # From the best heuristic itself when its order is fixed in advance (then the search
+    # never ends above it), else from dsif-patient.
+    start = ordering if ordering in search_starts() else "dsif-patient"
+    calls = [(env_config, seed, placement, SEARCH_EVALUATIONS, start) for seed in seeds]
     per_seed = play_episodes(searched_avg_jct, calls, 0)
     return {
         **_against_best("search", per_seed, table, best),
+        "search_start": start,
         "search_placement": placement,
         "search_evaluations": SEARCH_EVALUATIONS,
     }
+
+
+def search_starts() -> list[str]:
+    """The orderings the priority search can start from (a fixed order)."""
+    from envs.schedulers.priority_search import static_orderings
+
+    return static_orderings()
 
 
 def _against_best(
@@ -144,12 +156,12 @@ def _against_best(
 
 
 def searched_avg_jct(
-    env_config: dict[str, Any], seed: int, placement: str, evaluations: int
+    env_config: dict[str, Any], seed: int, placement: str, evaluations: int, start: str
 ) -> float:
     """Avg JCT (s) of the best schedule the priority search finds for one workload."""
     from envs.pod.bounds import pod_priority_search
 
-    return pod_priority_search(env_config, seed, placement, evaluations).avg_jct_s
+    return pod_priority_search(env_config, seed, placement, evaluations, start=start).avg_jct_s
 
 
 def measure(setting: Setting) -> dict[str, Any]:

@@ -31,6 +31,7 @@ def pod_priority_search(
     placement: str,
     evaluations: int,
     search_seed: int = 0,
+    start: str = "dsif-patient",
 ) -> PrioritySearchResult:
     """The best static-priority schedule of the workload ``pod_scheduling_v0`` draws for
     ``seed`` found with hindsight (:mod:`envs.schedulers.priority_search`): a schedule the
@@ -41,7 +42,7 @@ def pod_priority_search(
     env = make_env("pod_scheduling_v0", **dict(env_config))
     env.reset(seed=seed, options={"masks_only": True})
     return search_priorities(
-        env.cluster, env.workload, env.sim.config, placement, evaluations, search_seed
+        env.cluster, env.workload, env.sim.config, placement, evaluations, search_seed, start=start
     )
 
 

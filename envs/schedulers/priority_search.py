@@ -9,8 +9,9 @@ each candidate played to the end by the simulator. The best found is a schedule 
 exists, so the optimum lies between the bound and it; a goal above what the search
 reaches is within reach of some schedule, one below it may not be.
 
-**The search.** It starts from DSIF's own choice (shortest ideal time first, every job
-patient: exactly ``dsif-patient+<placement>``) and makes ``evaluations`` moves, each
+**The search.** It starts from a heuristic of the table whose order is fixed in advance
+-- by default DSIF's own choice (shortest ideal time first, every job patient: exactly
+``dsif-patient+<placement>``), or e.g. ``spf-patient`` -- and makes ``evaluations`` moves, each
 played to the end: move a job a few places up or down the order (60%), swap two jobs
 anywhere in it (20%), or switch one job's patience (20%). A move that lowers the average
 JCT is kept; one that raises it is kept with probability ``exp(-rise / T)`` (simulated
@@ -29,7 +30,7 @@ import numpy as np
 
 from envs.schedulers.base import Ordering, by_key
 from envs.schedulers.orderings import PATIENT_DELAYS
-from envs.schedulers.registry import PLACEMENTS
+from envs.schedulers.registry import ORDERINGS, PLACEMENTS, make_scheduler
 from envs.schedulers.scheduler import Scheduler
 from envs.schedulers.view import ClusterView
 from envs.sim import Simulator, SimulatorConfig
@@ -49,20 +50,25 @@ _STRAY = 1.01
 
 class FixedPriorities(Ordering):
     """A given priority order (``rank[job]``, smaller first; ties by arrival) with DSIF's
-    hold for locality, up to ``PATIENT_DELAYS`` decisions, for the jobs marked ``patient``
-    (the search's candidates; with SIF's ranks and every job patient, ``dsif-patient``)."""
+    hold for locality, up to ``patience`` decisions, for the jobs marked ``patient`` (the
+    search's candidates; with SIF's ranks and every job patient, ``dsif-patient``)."""
 
     name = "fixed-priorities"
     max_delays: ClassVar[int] = PATIENT_DELAYS
 
-    def __init__(self, rank: np.ndarray, patient: np.ndarray) -> None:
+    def __init__(
+        self, rank: np.ndarray, patient: np.ndarray, patience: int = PATIENT_DELAYS
+    ) -> None:
         self.rank = np.asarray(rank, dtype=np.float64)
         self.patient = np.asarray(patient, dtype=bool)
+        self.patience = patience
         if self.rank.shape != self.patient.shape or self.rank.ndim != 1:
             raise ValueError(
                 f"rank and patient must be 1-D arrays of one length (a value per job); "
                 f"got shapes {self.rank.shape} and {self.patient.shape}"
             )
+        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
+            raise ValueError(f"patience must be a positive number of decisions; got {patience!r}")
 
     def order(self, sim: Simulator, jobs: np.ndarray, view: ClusterView) -> np.ndarray:
         return by_key(sim, jobs, self.rank[jobs])
@@ -71,21 +77,71 @@ class FixedPriorities(Ordering):
         return (self.rank,)
 
     def delay_limit(self, job: int) -> int:
-        return PATIENT_DELAYS if self.patient[job] else 0
+        return self.patience if self.patient[job] else 0
+
+
+def starting_point(
+    cluster: Cluster, workload: Workload, config: SimulatorConfig, ordering: str
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(rank, patient, patience)`` with which :class:`FixedPriorities` plays the
+    registry's ``ordering`` exactly: its static order (ties by arrival, then index, as
+    every ordering breaks them) and its hold rule for every job. ValueError for an ordering
+    whose order changes as the simulation runs (``saf``, ``drf``, preemptive ones)."""
+    from envs.schedulers.base import by_key
+
+    if ordering not in ORDERINGS:
+        raise ValueError(f"unknown ordering {ordering!r}; orderings: {', '.join(ORDERINGS)}")
+    sim = Simulator(cluster, workload, config)
+    ranked = make_scheduler(f"{ordering}+packing").ordering
+    keys = ranked.static_keys(sim) if _is_static(ordering, sim) else None
+    if keys is None:
+        static = [name for name in ORDERINGS if _is_static(name, sim)]
+        raise ValueError(
+            f"the search cannot start from {ordering!r}: its order is not fixed in advance; "
+            f"orderings it can start from: {', '.join(static)}"
+        )
+    jobs = len(workload)
+    rank = np.empty(jobs)
+    rank[by_key(sim, np.arange(jobs), *keys)] = np.arange(jobs)
+    delays = ranked.max_delays
+    return rank, np.full(jobs, delays > 0), delays if delays > 0 else PATIENT_DELAYS
+
+
+def static_orderings() -> list[str]:
+    """The orderings of the registry the search can start from: those whose order is
+    fixed in advance (by keys of each job alone)."""
+    from envs.topology import build_cluster
+    from envs.workload import make_workload
+
+    cluster = build_cluster("flat", servers=1, server="power8")
+    sim = Simulator(cluster, make_workload("poisson", num_jobs=1, rng=np.random.default_rng(0)))
+    return [name for name in ORDERINGS if _is_static(name, sim)]
+
+
+def _is_static(ordering: str, sim: Simulator) -> bool:
+    """Whether the registry's ``ordering`` ranks by keys fixed for the whole simulation."""
+    ranked = make_scheduler(f"{ordering}+packing").ordering
+    return (
+        not ranked.preemptive
+        and not ranked.is_dynamic(sim)
+        and (ranked.static_keys(sim) is not None)
+    )
 
 
 @dataclass(frozen=True)
 class PrioritySearchResult:
     """The search's best schedule: its average JCT (s), its ``rank`` (a permutation: the
-    order of the jobs) and ``patient`` flags per job; where it started
-    (``start_avg_jct_s``: ``dsif-patient+<placement>``); ``best_after[i]``: the best
-    average JCT after ``i + 1`` evaluations."""
+    order of the jobs) and ``patient`` flags per job (held up to ``patience`` decisions);
+    where it started (``start_avg_jct_s``: ``<start>+<placement>``'s); ``best_after[i]``:
+    the best average JCT after ``i + 1`` evaluations."""
 
     avg_jct_s: float
     rank: np.ndarray
     patient: np.ndarray
     start_avg_jct_s: float
     best_after: np.ndarray
+    start: str = "dsif-patient"
+    patience: int = PATIENT_DELAYS
 
     @property
     def evaluations(self) -> int:
@@ -100,11 +156,12 @@ def play(
     placement: str,
     rank: np.ndarray,
     patient: np.ndarray,
+    patience: int = PATIENT_DELAYS,
 ) -> float:
     """Average JCT (s) of the workload played by :class:`FixedPriorities` with
     ``placement`` (backfilling, as every heuristic of the table)."""
     scheduler = Scheduler(
-        FixedPriorities(rank, patient), PLACEMENTS[placement](np.random.default_rng(0))
+        FixedPriorities(rank, patient, patience), PLACEMENTS[placement](np.random.default_rng(0))
     )
     result = simulate(cluster, workload, scheduler, f"{FixedPriorities.name}+{placement}", config)
     return float(result.metrics()["avg_jct"])
@@ -118,31 +175,29 @@ def search_priorities(
     evaluations: int,
     seed: int = 0,
     temperature: float = 1e-3,
+    start: str = "dsif-patient",
 ) -> PrioritySearchResult:
     """The best :class:`FixedPriorities` schedule of ``workload`` found in ``evaluations``
-    moves from DSIF's (module doc). Raises ValueError for an unknown ``placement``, a
-    negative number of evaluations or temperature."""
+    moves from ``start``'s (an ordering of the registry whose order is fixed in advance:
+    :func:`starting_point`; module doc). Raises ValueError for an unknown ``placement``,
+    an ordering it cannot start from, a negative number of evaluations or temperature."""
     if placement not in PLACEMENTS:
         raise ValueError(f"unknown placement {placement!r}; placements: {', '.join(PLACEMENTS)}")
     if isinstance(evaluations, bool) or not isinstance(evaluations, int) or evaluations < 0:
         raise ValueError(f"evaluations must be an integer >= 0; got {evaluations!r}")
     if not (np.isfinite(temperature) and temperature >= 0):
         raise ValueError(f"temperature must be a finite number >= 0; got {temperature!r}")
-    jobs = len(workload)
-    ideal = Simulator(cluster, workload, config).ideal_duration
-    rank = np.empty(jobs)
-    rank[np.argsort(ideal, kind="stable")] = np.arange(jobs)  # SIF's order, ties by index
-    patient = np.ones(jobs, dtype=bool)
+    rank, patient, patience = starting_point(cluster, workload, config, start)
 
     def cost(rank: np.ndarray, patient: np.ndarray) -> float:
-        return play(cluster, workload, config, placement, rank, patient)
+        return play(cluster, workload, config, placement, rank, patient, patience)
 
-    current = start = cost(rank, patient)
-    best, best_rank, best_patient = start, rank, patient
+    current = start_cost = cost(rank, patient)
+    best, best_rank, best_patient = start_cost, rank, patient
     rng = np.random.default_rng(seed)
     best_after = np.empty(evaluations)
     for step in range(evaluations):
-        heat = temperature * start * (1.0 - step / evaluations)
+        heat = temperature * start_cost * (1.0 - step / evaluations)
         candidate_rank, candidate_patient = _move(rank, patient, rng)
         value = cost(candidate_rank, candidate_patient)
         rise = value - current
@@ -153,7 +208,9 @@ def search_priorities(
         if (step + 1) % _RETURN_EVERY == 0 and current > best * _STRAY:
             rank, patient, current = best_rank, best_patient, best
         best_after[step] = best
-    return PrioritySearchResult(best, best_rank, best_patient, start, best_after)
+    return PrioritySearchResult(
+        best, best_rank, best_patient, start_cost, best_after, start, patience
+    )
 
 
 def _move(

@@ -144,6 +144,7 @@ def test_the_search_uses_the_best_placement_and_never_ends_above_its_start(
     monkeypatch.setattr(bench, "SEARCH_EVALUATIONS", 5)
     record = bench.search_record(CONTENDED, [0, 1], table, names[0])
     assert record["search_placement"] == "quiet-packing"
+    assert record["search_start"] == "dsif-patient"  # the best heuristic's own order
     assert record["search_evaluations"] == 5
     # The search starts from dsif-patient with that placement: never above it.
     start = [episode["avg_jct"] for episode in table[names[0]]["episodes"]]
@@ -151,6 +152,13 @@ def test_the_search_uses_the_best_placement_and_never_ends_above_its_start(
         mine <= theirs for mine, theirs in zip(record["search_per_seed"], start, strict=True)
     )
     assert record["search_vs_best"] <= 0
+
+
+def test_a_best_heuristic_of_changing_order_starts_the_search_at_dsif_patient(
+    bench: ModuleType,
+) -> None:
+    assert "saf-patient" not in bench.search_starts()
+    assert {"spf-patient", "dsif-patient", "fifo"} <= set(bench.search_starts())
 
 
 def test_the_learning_goal_is_met_at_and_below_that_avg_jct(bench: ModuleType) -> None:

@@ -13,8 +13,13 @@ from envs import make_env
 from envs.pod.bounds import pod_jct_lower_bound, pod_priority_search
 from envs.pod.heuristic import HeuristicPodPolicy
 from envs.schedulers import Scheduler, make_scheduler
-from envs.schedulers.priority_search import FixedPriorities, play, search_priorities
-from envs.sim import Simulator
+from envs.schedulers.priority_search import (
+    FixedPriorities,
+    play,
+    search_priorities,
+    starting_point,
+    static_orderings,
+)
 from envs.sim.runner import simulate
 
 # The demo's fabric under three times its load: queues form, so order and patience matter.
@@ -34,22 +39,31 @@ def _inputs(seed: int = 0) -> tuple[Any, Any, Any]:
     return env.cluster, env.workload, env.sim.config
 
 
-def _sif_ranks(cluster: Any, workload: Any, config: Any) -> np.ndarray:
-    ideal = Simulator(cluster, workload, config).ideal_duration
-    return np.argsort(np.argsort(ideal, kind="stable"), kind="stable").astype(float)
-
-
-@pytest.mark.parametrize(("patient", "heuristic"), [(True, "dsif-patient"), (False, "sif")])
-def test_sif_ranks_play_the_table_schedule_job_for_job(patient: bool, heuristic: str) -> None:
-    # Every job patient: DSIF's hold at 30 decisions; none: plain SIF.
+@pytest.mark.parametrize("ordering", ["dsif-patient", "dsif", "sif", "spf-patient", "fifo"])
+def test_each_starting_point_plays_its_heuristic_job_for_job(ordering: str) -> None:
+    # Its static order and its hold rule: 30 decisions (patient), DSIF's 3, or none.
     cluster, workload, config = _inputs()
-    rank = _sif_ranks(cluster, workload, config)
-    patience = np.full(len(workload), patient)
-    fixed = Scheduler(FixedPriorities(rank, patience), make_scheduler("fifo+packing").placement)
+    rank, patient, patience = starting_point(cluster, workload, config, ordering)
+    fixed = Scheduler(
+        FixedPriorities(rank, patient, patience), make_scheduler("fifo+packing").placement
+    )
     ours = simulate(cluster, workload, fixed, "fixed", config)
-    theirs = simulate(cluster, workload, make_scheduler(f"{heuristic}+packing"), "h", config)
+    theirs = simulate(cluster, workload, make_scheduler(f"{ordering}+packing"), "h", config)
     np.testing.assert_array_equal(ours.jobs["finish"], theirs.jobs["finish"])
     np.testing.assert_array_equal(ours.jobs["first_start"], theirs.jobs["first_start"])
+
+
+def test_orders_that_change_during_the_run_cannot_start_a_search() -> None:
+    cluster, workload, config = _inputs()
+    with pytest.raises(ValueError) as error:
+        starting_point(cluster, workload, config, "saf-patient")
+    assert str(error.value).startswith(
+        "the search cannot start from 'saf-patient': its order is not fixed in advance; "
+        "orderings it can start from: fifo, sjf, sif, dsif, dsif-patient, lrf, spf,"
+    )
+    assert "saf" not in static_orderings() and "spf-patient" in static_orderings()
+    with pytest.raises(ValueError, match="unknown ordering 'nope'"):
+        starting_point(cluster, workload, config, "nope")
 
 
 def test_the_search_never_ends_above_its_start_and_returns_what_it_played() -> None:
@@ -63,8 +77,15 @@ def test_the_search_never_ends_above_its_start_and_returns_what_it_played() -> N
     assert np.all(np.diff(result.best_after) <= 0)
     assert result.avg_jct_s == result.best_after[-1] <= start
     assert sorted(result.rank) == list(range(len(workload)))  # an order of the jobs
-    replayed = play(cluster, workload, config, "quiet-packing", result.rank, result.patient)
+    replayed = play(
+        cluster, workload, config, "quiet-packing", result.rank, result.patient, result.patience
+    )
     assert replayed == result.avg_jct_s
+    # From another heuristic of fixed order: never above that one.
+    other = search_priorities(cluster, workload, config, "packing", 10, start="spf-patient")
+    spf = simulate(cluster, workload, make_scheduler("spf-patient+packing"), "h", config)
+    assert other.start == "spf-patient" and other.start_avg_jct_s == spf.metrics()["avg_jct"]
+    assert other.avg_jct_s <= other.start_avg_jct_s
     again = search_priorities(cluster, workload, config, "quiet-packing", 40, seed=3)
     assert again.avg_jct_s == result.avg_jct_s
     np.testing.assert_array_equal(again.rank, result.rank)
@@ -78,7 +99,7 @@ def test_the_pod_search_is_a_schedule_the_environment_plays_above_the_bound() ->
     env.reset(seed=1, options={"masks_only": True})
     driver = HeuristicPodPolicy(env, "fifo+packing", seed=1)
     driver.scheduler = Scheduler(
-        FixedPriorities(result.rank, result.patient), driver.scheduler.placement
+        FixedPriorities(result.rank, result.patient, result.patience), driver.scheduler.placement
     )
     while env.agents:
         env.step(driver.actions())
@@ -107,3 +128,5 @@ def test_bad_search_settings_are_refused(arguments: dict[str, Any], message: str
 def test_ranks_and_patience_of_different_lengths_are_refused() -> None:
     with pytest.raises(ValueError, match=r"got shapes \(3,\) and \(2,\)"):
         FixedPriorities(np.arange(3), np.ones(2, dtype=bool))
+    with pytest.raises(ValueError, match="patience must be a positive number of decisions"):
+        FixedPriorities(np.arange(2), np.ones(2, dtype=bool), patience=0)
