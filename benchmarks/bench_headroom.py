@@ -113,12 +113,13 @@ def search_record(
     """The hindsight priority search with ``best``'s placement on ``seeds``: mean,
     interval, per seed, and the paired difference to ``best``."""
     from envs.schedulers import split_scheduler_name
+    from envs.schedulers.priority_search import static_orderings
     from tune.episode_tasks import play_episodes
 
     ordering, placement = split_scheduler_name(best)
     # From the best heuristic itself when its order is fixed in advance (then the search
     # never ends above it), else from dsif-patient.
-    start = ordering if ordering in search_starts() else "dsif-patient"
+    start = ordering if ordering in static_orderings() else "dsif-patient"
     calls = [(env_config, seed, placement, SEARCH_EVALUATIONS, start) for seed in seeds]
     per_seed = play_episodes(searched_avg_jct, calls, 0)
     return {
@@ -127,13 +128,6 @@ def search_record(
         "search_placement": placement,
         "search_evaluations": SEARCH_EVALUATIONS,
     }
-
-
-def search_starts() -> list[str]:
-    """The orderings the priority search can start from (a fixed order)."""
-    from envs.schedulers.priority_search import static_orderings
-
-    return static_orderings()
 
 
 def _against_best(

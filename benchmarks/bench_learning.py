@@ -242,8 +242,15 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     return records
 
 
-if __name__ == "__main__":
+def cli(argv: list[str]) -> int:
+    """:func:`main` as a program: a failed training run is one line on stderr, exit 1."""
     try:
-        main(sys.argv[1:])
-    except RuntimeError as error:  # a training run failed: one line, exit 1
-        sys.exit(f"bench_learning.py: error: {error}")
+        main(argv)
+    except RuntimeError as error:
+        print(f"bench_learning.py: error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli(sys.argv[1:]))

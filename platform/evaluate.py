@@ -36,17 +36,17 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from envs.sim.report import json_safe
 from tune.cli import OneLineParser
 from tune.experiment import ConfigError, ExperimentConfig, load_config
+from tune.mlflow_retry import Deadline
 from tune.worker_env import bound_spin_waits
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> OneLineParser:
     """The command line."""
     parser = OneLineParser(
         prog="evaluate.py",
@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the program; returns the exit status."""
     bound_spin_waits()  # before anything loads torch (tune.worker_env)
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_or_exit(argv)
     overrides = list(args.set)
     if args.baselines is not None:
         names = [name.strip() for name in args.baselines.split(",") if name.strip()]
@@ -143,19 +143,27 @@ def log_or_keep(
     info: dict[str, Any],
     checkpoint: str,
     payload: dict[str, Any],
+    deadline: Deadline | None = None,
 ) -> int:
-    """Log the evaluation runs; when the tracking server fails, keep the results under
-    ``$PODSCHED_RESULTS/unlogged-evaluations/`` instead, say where in one line and return 1."""
+    """Log the evaluation runs, waiting out an unreachable server until ``deadline``
+    (default :data:`tune.mlflow_retry.RETRY_FOR_S` from now); when it fails, keep the
+    results under ``$PODSCHED_RESULTS/unlogged-evaluations/`` instead, say where in one
+    line and return 1."""
     from tune.mlflow_retry import outage_errors
-    from tune.paths import results_root
+    from tune.paths import unlogged_evaluations_folder
     from tune.runs import log_evaluation_runs
 
     try:
         log_evaluation_runs(
-            experiment, tracking_uri, table, info, params={"checkpoint": checkpoint}
+            experiment,
+            tracking_uri,
+            table,
+            info,
+            params={"checkpoint": checkpoint},
+            deadline=deadline,
         )
     except outage_errors() as error:
-        kept = results_root() / "unlogged-evaluations" / time.strftime("%Y%m%d-%H%M%S")
+        kept = unlogged_evaluations_folder()
         kept.mkdir(parents=True, exist_ok=True)
         path = kept / f"{experiment.name}.json"
         path.write_text(json.dumps(json_safe(payload)))

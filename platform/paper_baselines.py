@@ -45,20 +45,10 @@ from typing import Any
 
 from envs.command import BaselineCommand
 from envs.sim.report import json_safe
+from tune.cli import OneLineParser, UsageError
 
 #: Parsed options that are the program's, not the formulation's.
 PROGRAM_OPTIONS = ("command", "handler", "json")
-
-
-class UsageError(Exception):
-    """A bad command line: reported as one line, exit status 2."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors raise :class:`UsageError` instead of printing usage."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
 
 
 def add_formulation_commands(commands: Any) -> None:

@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from paper_baselines import OneLineParser, UsageError
 
 from envs.sim.report import json_safe
+from tune.cli import OneLineParser, UsageError
 from tune.experiment import ConfigError, ExperimentConfig
 from tune.paper_figures import PAPERS
 from tune.reproduction import (

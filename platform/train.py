@@ -63,8 +63,7 @@ from tune.paths import (
     default_storage,
     local_folder,
     resolve_storage,
-    results_root,
-    writable_folder_problem,
+    unlogged_evaluations_folder,
 )
 from tune.runs import BEST_METRIC, checkpoint_folder
 from tune.worker_env import bound_spin_waits
@@ -73,7 +72,7 @@ from tune.worker_env import bound_spin_waits
 INTERRUPTED = 130
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> OneLineParser:
     """The command line."""
     parser = OneLineParser(
         prog="train.py",
@@ -336,7 +335,7 @@ def log_evaluation(
             )
         except outage_errors() as error:
             # The comparison took minutes to play: keep what would have been logged.
-            kept = results_root() / "unlogged-evaluations" / time.strftime("%Y%m%d-%H%M%S")
+            kept = unlogged_evaluations_folder()
             shutil.copytree(out, kept / experiment.name)
             raise EvaluationNotLoggedError(kept / experiment.name, error) from error
 
@@ -344,15 +343,12 @@ def log_evaluation(
 def main(argv: list[str] | None = None) -> int:
     """Run the program; returns the exit status."""
     bound_spin_waits()  # before anything loads torch (tune.worker_env)
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_or_exit(argv)
     from tune.mlflow_tracking import resolve_tracking_uri
 
     try:
         experiment = load(args)
         storage = resolve_storage(args.storage or default_storage())
-        problem = writable_folder_problem(storage)
-        if problem is not None:
-            raise ConfigError(f"--storage {storage}: {problem}")
         from tune.preflight import check_experiment, resource_warnings
         from tune.runs import start_ray_for
 

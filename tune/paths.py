@@ -7,7 +7,8 @@ default lives under one results root:
 - ``$PODSCHED_RESULTS`` when set, else ``~/podsched-results``;
 - Tune's results (checkpoints, trial logs): ``<root>/ray_results/<experiment>``;
 - the MLflow store: ``sqlite:///<root>/mlflow.db``, its artifacts next to it in
-  ``<root>/mlartifacts/<experiment>`` (see :func:`artifact_location`).
+  ``<root>/mlartifacts/<experiment>`` (see :func:`artifact_location`);
+- evaluations the tracking server would not take: ``<root>/unlogged-evaluations/<time>``.
 
 A storage location given by the user is either a local folder (made absolute) or a URI
 Tune's storage accepts (``s3://``, ``gs://``, ``file://``, ...), passed through untouched.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -47,11 +49,23 @@ def is_uri(location: str) -> bool:
 
 
 def resolve_storage(location: str | os.PathLike[str]) -> str:
-    """A URI untouched; a local path made absolute (``~`` expanded)."""
+    """A URI untouched; a local path made absolute (``~`` expanded). ValueError
+    (``--storage <path>: <why>``) for a local folder that could not be made or written
+    (:func:`writable_folder_problem`), before any work."""
     text = os.fspath(location)
     if is_uri(text):
         return text
-    return str(Path(text).expanduser().resolve())
+    path = str(Path(text).expanduser().resolve())
+    problem = writable_folder_problem(path)
+    if problem is not None:
+        raise ValueError(f"--storage {path}: {problem}")
+    return path
+
+
+def unlogged_evaluations_folder() -> Path:
+    """``<root>/unlogged-evaluations/<now>``: where a program keeps an evaluation the
+    tracking server would not take (a new folder name each second; not created)."""
+    return results_root() / "unlogged-evaluations" / time.strftime("%Y%m%d-%H%M%S")
 
 
 def writable_folder_problem(location: str) -> str | None:

@@ -40,11 +40,11 @@ from typing import Any
 
 from tune.cli import OneLineParser
 from tune.experiment import ConfigError, load_config
-from tune.paths import default_storage, resolve_storage, writable_folder_problem
+from tune.paths import default_storage, resolve_storage
 from tune.worker_env import bound_spin_waits
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> OneLineParser:
     """The command line."""
     parser = OneLineParser(
         prog="sweep.py",
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the sweep; returns the exit status."""
     bound_spin_waits()  # before anything loads torch (tune.worker_env)
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_or_exit(argv)
     from tune.mlflow_tracking import resolve_tracking_uri, ui_command
 
     try:
@@ -82,9 +82,6 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"--num-samples must be >= 1, got {args.num_samples}")
         experiment = load_config(args.config, args.set)
         storage = resolve_storage(args.storage or default_storage())
-        problem = writable_folder_problem(storage)
-        if problem is not None:
-            raise ConfigError(f"--storage {storage}: {problem}")
         from tune.preflight import check_experiment, resource_warnings
         from tune.runs import start_ray_for
         from tune.search import check_sweep

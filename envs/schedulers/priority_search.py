@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from envs.schedulers.base import Ordering, by_key
+from envs.schedulers.base import Ordering, by_key, static_rank
 from envs.schedulers.orderings import PATIENT_DELAYS
 from envs.schedulers.registry import ORDERINGS, PLACEMENTS, make_scheduler
 from envs.schedulers.scheduler import Scheduler
@@ -84,48 +84,37 @@ def starting_point(
     cluster: Cluster, workload: Workload, config: SimulatorConfig, ordering: str
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """``(rank, patient, patience)`` with which :class:`FixedPriorities` plays the
-    registry's ``ordering`` exactly: its static order (ties by arrival, then index, as
-    every ordering breaks them) and its hold rule for every job. ValueError for an ordering
+    registry's ``ordering`` exactly: the rank the scheduler gives its static keys
+    (:func:`.base.static_rank`) and its hold rule for every job. ValueError for an ordering
     whose order changes as the simulation runs (``saf``, ``drf``, preemptive ones)."""
-    from envs.schedulers.base import by_key
-
     if ordering not in ORDERINGS:
         raise ValueError(f"unknown ordering {ordering!r}; orderings: {', '.join(ORDERINGS)}")
-    sim = Simulator(cluster, workload, config)
-    ranked = make_scheduler(f"{ordering}+packing").ordering
-    keys = ranked.static_keys(sim) if _is_static(ordering, sim) else None
-    if keys is None:
-        static = [name for name in ORDERINGS if _is_static(name, sim)]
+    if ordering not in static_orderings():
         raise ValueError(
             f"the search cannot start from {ordering!r}: its order is not fixed in advance; "
-            f"orderings it can start from: {', '.join(static)}"
+            f"orderings it can start from: {', '.join(static_orderings())}"
         )
-    jobs = len(workload)
-    rank = np.empty(jobs)
-    rank[by_key(sim, np.arange(jobs), *keys)] = np.arange(jobs)
+    sim = Simulator(cluster, workload, config)
+    ranked = _ordering(ordering)
+    rank, _ = static_rank(sim, ranked.static_keys(sim))
     delays = ranked.max_delays
-    return rank, np.full(jobs, delays > 0), delays if delays > 0 else PATIENT_DELAYS
+    return rank, np.full(len(rank), delays > 0), delays if delays > 0 else PATIENT_DELAYS
 
 
 def static_orderings() -> list[str]:
-    """The orderings of the registry the search can start from: those whose order is
-    fixed in advance (by keys of each job alone)."""
-    from envs.topology import build_cluster
-    from envs.workload import make_workload
+    """The orderings of the registry the search can start from: those the scheduler ranks
+    once by static keys (:meth:`.base.Ordering.static_keys`), never preemptive."""
+    built = {name: _ordering(name) for name in ORDERINGS}
+    return [
+        name
+        for name, ordering in built.items()
+        if type(ordering).static_keys is not Ordering.static_keys and not ordering.preemptive
+    ]
 
-    cluster = build_cluster("flat", servers=1, server="power8")
-    sim = Simulator(cluster, make_workload("poisson", num_jobs=1, rng=np.random.default_rng(0)))
-    return [name for name in ORDERINGS if _is_static(name, sim)]
 
-
-def _is_static(ordering: str, sim: Simulator) -> bool:
-    """Whether the registry's ``ordering`` ranks by keys fixed for the whole simulation."""
-    ranked = make_scheduler(f"{ordering}+packing").ordering
-    return (
-        not ranked.preemptive
-        and not ranked.is_dynamic(sim)
-        and (ranked.static_keys(sim) is not None)
-    )
+def _ordering(name: str) -> Ordering:
+    """The registry's ordering ``name``, as a scheduler of it holds it."""
+    return make_scheduler(f"{name}+packing").ordering
 
 
 @dataclass(frozen=True)

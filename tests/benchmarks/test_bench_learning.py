@@ -49,7 +49,22 @@ def test_a_run_without_its_json_result_is_reported(
         bench.train(bench.SETTINGS["contended"])
 
 
-def test_the_program_prints_one_line_and_exits_non_zero() -> None:
+def test_a_failed_run_stops_the_program_with_one_line(
+    bench: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    body = "print('train.py: error: no such config', file=sys.stderr); sys.exit(2)"
+    monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, body))
+    assert bench.cli(["demo"]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "bench_learning.py: error: train.py on demo exited with status 2: train.py: error: "
+        "no such config"
+    )
+
+
+def test_an_unknown_setting_is_one_line_before_any_training() -> None:
     # An unknown setting: the benchmark stops before training anything.
     result = subprocess.run(
         [sys.executable, str(BENCHMARKS / "bench_learning.py"), "nonesuch"],

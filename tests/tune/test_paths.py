@@ -99,3 +99,6 @@ def test_a_folder_that_cannot_be_made_is_named_before_anything_is_created(tmp_pa
     assert writable_folder_problem(str(tmp_path / "new" / "deeper")) is None
     assert not (tmp_path / "new").exists()
     assert writable_folder_problem("s3://bucket/results") is None
+    # What the programs resolve their --storage with refuses it before any work.
+    with pytest.raises(ValueError, match=f"--storage {blocker / 's'}: {blocker} is a file"):
+        resolve_storage(str(blocker / "s"))
