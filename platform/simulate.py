@@ -265,6 +265,43 @@ def _option_value(text: str) -> tuple[str, Any]:
         return key, raw
 
 
+#: The options that shape a trace's jobs, by destination, with their defaults: without
+#: --trace they would be ignored, so a value other than the default is refused.
+TRACE_ONLY_DEFAULTS: dict[str, Any] = {
+    "format": "philly",
+    "task_table": None,
+    "map": None,
+    "duration_unit": "s",
+    "vc": None,
+    "start": None,
+    "end": None,
+    "arrival_scale": 1.0,
+    "catalog": "marl",
+    "skip_bad_rows": False,
+}
+
+
+def check_workload_options(args: argparse.Namespace) -> None:
+    """Refuse options the chosen kind of workload would ignore (a trace's without
+    ``--trace``, a generator's with it)."""
+    if args.trace is None:
+        given = [
+            "--" + name.replace("_", "-")
+            for name, default in TRACE_ONLY_DEFAULTS.items()
+            if getattr(args, name, default) != default
+        ]
+        if given:
+            raise UsageError(
+                f"trace options without --trace: {', '.join(given)}; a generated workload "
+                "takes --workload-arg KEY=VALUE (e.g. rate=10, catalog=deepshare)"
+            )
+    elif args.workload_arg:
+        raise UsageError(
+            "--workload-arg applies to a generated workload, not to --trace (whose options "
+            "are --vc, --start, --end, --arrival-scale, --catalog, ...)"
+        )
+
+
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     """The options that choose the jobs: a generator or a trace."""
     group = parser.add_argument_group("workload")
@@ -289,7 +326,7 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--trace", type=Path, help="read jobs from this trace file instead")
     group.add_argument(
         "--format",
-        default="philly",
+        default=TRACE_ONLY_DEFAULTS["format"],
         choices=TRACE_FORMATS,
         help="trace format (default philly): philly, helios, pai (with --task-table), or csv "
         "(with --map)",
@@ -300,7 +337,10 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
         help="csv: column mapping, e.g. arrival=submit_time,gpus=num_gpus,duration=duration",
     )
     group.add_argument(
-        "--duration-unit", default="s", choices=("s", "min", "h"), help="csv: unit of durations"
+        "--duration-unit",
+        default=TRACE_ONLY_DEFAULTS["duration_unit"],
+        choices=("s", "min", "h"),
+        help="csv: unit of durations",
     )
     group.add_argument("--vc", action="append", help="keep only jobs of this cluster/VC")
     group.add_argument("--start", type=float, help="keep jobs arriving from this second on")
@@ -308,11 +348,13 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--arrival-scale",
         type=float,
-        default=1.0,
+        default=TRACE_ONLY_DEFAULTS["arrival_scale"],
         help="multiply arrival times (0.5 = twice the load; default 1)",
     )
     group.add_argument(
-        "--catalog", default="marl", help="model catalog for trace jobs (default marl)"
+        "--catalog",
+        default=TRACE_ONLY_DEFAULTS["catalog"],
+        help="model catalog for trace jobs (default marl)",
     )
     group.add_argument(
         "--skip-bad-rows", action="store_true", help="skip malformed trace rows and count them"
@@ -330,6 +372,7 @@ def workload_from_args(args: argparse.Namespace, cluster: Any) -> tuple[Workload
     rng = np.random.default_rng(args.seed)
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    check_workload_options(args)
     if args.trace is not None:
         options = TraceOptions(
             vcs=tuple(args.vc) if args.vc else None,
@@ -412,10 +455,19 @@ def command_run(args: argparse.Namespace) -> int:
     names = (
         [args.policy] if args.policy else [n.strip() for n in args.compare.split(",") if n.strip()]
     )
-    if args.interval is not None and args.interval <= 0:
-        raise UsageError(f"--interval must be > 0 seconds, got {args.interval}")
-    if not args.restart_cost >= 0:
-        raise UsageError(f"--restart-cost must be >= 0 seconds, got {args.restart_cost}")
+    if not names:
+        raise UsageError("--compare needs policy names, e.g. --compare fifo+packing,las+packing")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise UsageError(
+            f"--compare names {', '.join(repeated)} more than once; each policy runs once"
+        )
+    if args.interval is not None and not 0 < args.interval < math.inf:
+        raise UsageError(f"--interval must be a finite number of seconds > 0, got {args.interval}")
+    if not 0 <= args.restart_cost < math.inf:
+        raise UsageError(
+            f"--restart-cost must be a finite number of seconds >= 0, got {args.restart_cost}"
+        )
     if not args.min_run >= 0:
         raise UsageError(f"--min-run must be >= 0 seconds, got {args.min_run}")
     for option, path in (("--plot", args.plot), ("--csv", args.csv), ("--jobs-csv", args.jobs_csv)):

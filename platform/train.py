@@ -414,13 +414,15 @@ def train_and_evaluate(
         return INTERRUPTED, None
     training_s = time.monotonic() - started
     best = best_trial(results)
-    checkpoint = checkpoint_folder(scored_checkpoint(experiment, results))
     table: dict[str, dict[str, Any]] = {}
     info: dict[str, Any] = {}
     validation: dict[str, float] = {}  # every candidate's validation avg JCT by label
     evaluation_s = 0.0
     unlogged: str | None = None
-    if not args.skip_evaluation:
+    if args.skip_evaluation:
+        # Validation (which may choose another candidate) is part of the evaluation.
+        checkpoint = checkpoint_folder(scored_checkpoint(experiment, results))
+    else:
         from tune.evaluation import evaluate_experiment, summary
 
         started = time.monotonic()

@@ -100,6 +100,13 @@ class GittinsIndex(LeastAttainedService):
         promote_knob: float | None = None,
         consolidate: bool = True,
     ) -> None:
+        if thresholds_gpu_s is None:
+            # Without queues LAS's first key is the attained service itself, and the
+            # index would only break exact ties: plain LAS under another name.
+            raise ValueError(
+                "the Gittins index needs LAS's queues: give thresholds_gpu_s (attained "
+                "GPU-seconds, increasing)"
+            )
         super().__init__(
             thresholds_gpu_s,
             preemptive=preemptive,

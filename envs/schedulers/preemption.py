@@ -20,9 +20,12 @@ taken in rank order:
    placed there;
 3. when even all its victims are not enough, the jobs of the same demand shape behind
    it are not tried again in this decision (they have fewer victims), nor the jobs of
-   identical tasks that need at least as many tasks, each at least as large (under
-   consolidation "enough" means compact room, and the second rule holds on clusters of
-   alike servers: a larger job's compact room would hold the smaller one).
+   identical tasks that need at least as many tasks, each at least as large. Under
+   consolidation "enough" means compact room, and the second rule then skips only the
+   larger jobs that span no more servers alone, at no higher locality level: their
+   compact room would hold the smaller job compactly. A larger job spread over more
+   servers may find compact room the smaller one lacks (5 tasks over two servers with 3
+   free GPUs each, where 4 tasks need one server with 4).
 
 With ``backfill=False`` the pass stops at the first job that neither fits nor can
 preempt. The scheduler's usual walk then places what else fits.
@@ -160,10 +163,14 @@ class Preemptor:
         # A random placement has no one answer to hold a start to.
         self.consolidate = ordering.consolidate and placement.memoizable
         self._best_levels: dict[int, int] = {}
-        self._alone: dict[int, tuple[int, int]] = {}
         # Per placement key, whether the screen answers its jobs (see _screen).
         num_keys = int(self.job_keys.max()) + 1 if len(self.job_keys) else 0
         self._key_classified = np.zeros(num_keys, dtype=bool)
+        # Per placement key, (servers, locality level) of its job placed alone: a dict for
+        # one job at a time, arrays (-1: not known yet) for many (see _alone_span).
+        self._alone: dict[int, tuple[int, int]] = {}
+        self._alone_servers = np.full(num_keys, -1, dtype=np.int64)
+        self._alone_level = np.full(num_keys, -1, dtype=np.int64)
         self._one_server_alike = np.zeros(num_keys, dtype=bool)
         self._holdings: _Holdings | None = None
         self._holdings_fresh = False
@@ -198,7 +205,12 @@ class Preemptor:
         candidates, candidate_rank = waiting[best_first], waiting_rank[best_first]
         alive = np.ones(len(candidates), dtype=bool)
         preempted = False
-        failed = _FailedDemands(sim, candidates, self.shape_of[candidates])
+        failed = _FailedDemands(
+            sim,
+            candidates,
+            self.shape_of[candidates],
+            (lambda jobs: self._alone_spans(sim, view, jobs)) if self.consolidate else None,
+        )
         last_victim_rank = int(victim_rank.max())
         # Candidates that cannot act whatever is preempted, found at once when the first
         # is visited (see :mod:`.room_screen`): False there, True where a candidate may
@@ -453,7 +465,20 @@ class Preemptor:
             spanned = sim.cluster.group_server[groups]
             span = (len(np.unique(spanned)), locality_levels(sim.cluster).span_level(spanned))
             self._alone[key] = span
+            self._alone_servers[key], self._alone_level[key] = span
         return span
+
+    def _alone_spans(
+        self, sim: Simulator, view: ClusterView, jobs: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_alone_span` of each of ``jobs``: ``(servers, locality levels)``."""
+        keys = self.job_keys[jobs]
+        unknown = self._alone_servers[keys] < 0
+        if unknown.any():
+            _, first = np.unique(keys[unknown], return_index=True)
+            for job in jobs[unknown][first].tolist():
+                self._alone_span(sim, view, job)
+        return self._alone_servers[keys], self._alone_level[keys]
 
     def _known_without_room(self, sim: Simulator, job: int, victims: np.ndarray) -> bool:
         """Whether a plan for ``job`` over ``victims`` must fail as one of its key did
@@ -638,14 +663,27 @@ class _FailedDemands:
     GPUs and cores, can then not be placed either, nor room made for it: capacity for such
     tasks is exact (:meth:`~envs.schedulers.view.ClusterView.could_hold`), and it only
     shrinks as tasks grow. Most plans of a pass would fail, most of them for this reason.
+
+    Under consolidation (``alone_spans``: the servers and locality level of jobs placed
+    alone) a failure means no *compact* room, and a larger job counts as ruled out only
+    when it spans no more servers alone, at no higher level: room on its few servers would
+    hold the failed job as compactly. One that spreads wider alone is still tried.
     """
 
-    def __init__(self, sim: Simulator, candidates: np.ndarray, shapes: np.ndarray) -> None:
+    def __init__(
+        self,
+        sim: Simulator,
+        candidates: np.ndarray,
+        shapes: np.ndarray,
+        alone_spans: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
+    ) -> None:
+        self._candidates = candidates
         self._shapes = shapes
         self._alike = sim.num_ps[candidates] == 0
         self._workers = sim.num_workers[candidates]
         self._gpus = sim.worker_gpus[candidates]
         self._cpus = sim.worker_cpus[candidates]
+        self._alone_spans = alone_spans
 
     def ruled_out(self, failed: int) -> np.ndarray:
         """Boolean per candidate: candidate ``failed`` found no room, so this one cannot
@@ -653,12 +691,20 @@ class _FailedDemands:
         tasks the demand test below covers them)."""
         if not self._alike[failed]:
             return self._shapes == self._shapes[failed]
-        return (
+        larger = (
             self._alike
             & (self._workers >= self._workers[failed])
             & (self._gpus >= self._gpus[failed])
             & (self._cpus >= self._cpus[failed] - CORE_TOLERANCE)
         )
+        if self._alone_spans is None:
+            return larger
+        at = larger.nonzero()[0]  # the failed candidate among them
+        servers, levels = self._alone_spans(self._candidates[at])
+        mine = int(np.searchsorted(at, failed))
+        compact_alike = (servers <= servers[mine]) & (levels <= levels[mine])
+        larger[at[~compact_alike]] = False
+        return larger
 
 
 _CONSOLIDATION_TRIES = 8

@@ -46,6 +46,7 @@ from enum import IntEnum
 import numpy as np
 
 from envs.sim.events import ARRIVAL, TICK, WAKE, EventQueue
+from envs.sim.fits import tasks_fit
 from envs.sim.interference import InterferenceCoefficients
 from envs.sim.running import NO_PAIRS, NO_TASKS, PairRows, TaskRows
 from envs.sim.speed import (
@@ -126,10 +127,17 @@ class SimulatorConfig:
             raise ValueError(
                 f"link_sharing must be one of {', '.join(LINK_SHARING)}, got {self.link_sharing!r}"
             )
-        if self.interval_s is not None and not self.interval_s > 0:
-            raise ValueError(f"interval_s must be > 0 seconds or None, got {self.interval_s}")
-        if not self.restart_cost_s >= 0:
-            raise ValueError(f"restart_cost_s must be >= 0 seconds, got {self.restart_cost_s}")
+        # Written so NaN fails too; an infinite interval never decides again, and an
+        # infinite restart cost stalls every resumed job forever.
+        if self.interval_s is not None and not 0 < self.interval_s < math.inf:
+            raise ValueError(
+                f"interval_s must be a finite number of seconds > 0, or None (decide at "
+                f"events), got {self.interval_s}"
+            )
+        if not 0 <= self.restart_cost_s < math.inf:
+            raise ValueError(
+                f"restart_cost_s must be a finite number of seconds >= 0, got {self.restart_cost_s}"
+            )
         if not self.horizon_s > 0:
             raise ValueError(f"horizon_s must be > 0 seconds, got {self.horizon_s}")
         # Written so NaN fails too; below 1 the cap would speed jobs up.
@@ -454,16 +462,30 @@ class Simulator:
     def resize(
         self, job: int, task_groups: np.ndarray | list[int], gpus: np.ndarray | None = None
     ) -> None:
-        """Move a running job to new task groups (possibly another worker count)."""
+        """Move a running job to new task groups (possibly another worker count), with
+        the restart cost of a resume. Raises :class:`PlacementError`, the job running on
+        where it was, when the new placement does not fit (the job's own room counts)."""
         job = self._check_job(job)
-        factor = float(self.speed_factor[job])
-        self.preempt(job)
-        self.preemptions[job] -= 1  # a resize is not a preemption in the metrics
+        if self.status[job] != _RUNNING:
+            raise PlacementError(f"job {job} is not running; only running jobs can be resized")
+        groups = np.asarray(task_groups, dtype=np.int64)
+        chosen = None if gpus is None else np.asarray(gpus, dtype=np.int64)
+        # Checked before anything moves: with the job's room and GPUs free, as they will be.
+        record = self._job_tasks[job]
+        self._take_room(record, +1)
+        self.gpu_job[record.gpus] = -1
         try:
-            self.place(job, task_groups, gpus, speed_factor=factor)
-        except PlacementError:
-            self.preemptions[job] += 1
-            raise
+            self._claim(job, groups, chosen, dry_run=False)  # claims nothing: a check
+        finally:
+            self._take_room(record, -1)
+            self.gpu_job[record.gpus] = job
+        factor = float(self.speed_factor[job])
+        last_preempted_at = float(self.last_preempted_at[job])
+        self.preempt(job)
+        # A resize is not a preemption: neither in the counts nor for LAS's promotion.
+        self.preemptions[job] -= 1
+        self.last_preempted_at[job] = last_preempted_at
+        self.place(job, groups, chosen, speed_factor=factor)
 
     # ------------------------------------------------------------------ time
     def run_until_decision(self) -> bool:
@@ -562,15 +584,35 @@ class Simulator:
             ),
         ]
         for mask, reason in problems:
-            if mask.any():
-                job = int(np.flatnonzero(mask)[0])
-                raise InfeasibleJobError(
-                    f"job {job} (workload row {int(self.workload.job_id[job])}) {reason}; "
-                    f"{int(mask.sum())} job(s) can never run on this cluster -- drop them "
-                    "(e.g. --drop-infeasible) or use a larger cluster",
-                    job,
-                    int(self.workload.job_id[job]),
-                )
+            self._refuse_infeasible(mask, reason)
+        # Within every limit above, a job may still fit nowhere as a whole (3 workers of 2
+        # GPUs on groups of 3; 4 x 8 cores on a socket of 16): it would wait forever.
+        placeable = tasks_fit(
+            cluster,
+            self.num_workers,
+            self.worker_gpus,
+            self.worker_cpus,
+            self.num_ps,
+            self.ps_gpus,
+            self.ps_cpus,
+        )
+        self._refuse_infeasible(
+            ~placeable,
+            "has tasks that no placement fits even on the empty cluster (too many for the "
+            "GPUs of its groups or the cores of its sockets)",
+        )
+
+    def _refuse_infeasible(self, mask: np.ndarray, reason: str) -> None:
+        """Raise :class:`InfeasibleJobError` for the first job of ``mask``, if any."""
+        if mask.any():
+            job = int(np.flatnonzero(mask)[0])
+            raise InfeasibleJobError(
+                f"job {job} (workload row {int(self.workload.job_id[job])}) {reason}; "
+                f"{int(mask.sum())} job(s) can never run on this cluster -- drop them "
+                "(e.g. --drop-infeasible) or use a larger cluster",
+                job,
+                int(self.workload.job_id[job]),
+            )
 
     def _claim(
         self, job: int, groups: np.ndarray, gpus: np.ndarray | None, dry_run: bool

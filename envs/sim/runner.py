@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from envs.sim.engine import Simulator, SimulatorConfig
+from envs.sim.fits import workload_fits
 from envs.sim.metrics import SimulationResult
 from envs.topology import Cluster
 from envs.workload import Workload, drop_infeasible
@@ -36,10 +37,16 @@ def simulate(
 
 
 def drop_jobs_that_never_fit(cluster: Cluster, workload: Workload) -> tuple[Workload, int]:
-    """Drop jobs needing more GPUs than the cluster, or a task bigger than any group/socket."""
-    return drop_infeasible(
+    """Drop the jobs the simulator would refuse: more GPUs than the cluster, a task bigger
+    than any group or socket, or tasks no placement fits even on the empty cluster
+    (:func:`envs.sim.fits.workload_fits`)."""
+    kept, dropped = drop_infeasible(
         workload,
         max_gpus_per_job=cluster.num_gpus,
         max_gpus_per_task=float(cluster.group_gpus.max()),
         max_cpus_per_task=float(cluster.socket_cores.max()),
     )
+    placeable = workload_fits(cluster, kept)
+    if placeable.all():
+        return kept, dropped
+    return kept.select(placeable), dropped + int((~placeable).sum())

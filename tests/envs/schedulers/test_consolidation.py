@@ -202,3 +202,32 @@ def test_the_one_server_room_test_answers_as_the_general_one(seed):
             assert one.tolist() == two[:1].tolist()
             asked += int(one[0])
     assert 0 < asked < 2 * sim.num_jobs, "every answer alike: the states test nothing"
+
+
+def test_a_failed_job_does_not_rule_out_a_larger_one_that_spreads_wider_alone():
+    """On 3 servers x 4 GPUs (two GPU groups each), three 1-GPU blockers (100 s, one per
+    server) and two 3-GPU victims V3, V4 (10,000 s, servers 0 and 1) start at 0. X (4
+    GPUs, 200 s) and Y (5 GPUs, 300 s) arrive at 10 and outrank both victims under SRTF.
+    X needs a whole server alone, and every server keeps its blocker until 100: no room
+    for X whatever is preempted. Y spans two servers alone, and V4 preempted leaves 3 + 3
+    free GPUs on servers 1 and 2: Y starts at 10, though it is larger than X in every
+    task count and size (a failure of X only rules out larger jobs as compact alone)."""
+    cluster = build_cluster("flat", servers=3, gpus_per_server=4)
+    blockers = [JobSpec(iterations=seconds(100)) for _ in range(3)]
+    victims = [JobSpec(workers=3, iterations=seconds(10_000, 3)) for _ in range(2)]
+    x = JobSpec(workers=4, iterations=seconds(200, 4), arrival=10.0)
+    y = JobSpec(workers=5, iterations=seconds(300, 5), arrival=10.0)
+    sim = Simulator(cluster, build_workload([*blockers, *victims, x, y]), CONFIG)
+    assert sim.run_until_decision()
+    for job, groups in [(0, [0]), (1, [2]), (2, [4]), (3, [0, 1, 1]), (4, [2, 3, 3])]:
+        sim.place(job, groups)
+    sim.run(make_scheduler("srtf+packing", preemption=PreemptionSettings(min_run_s=0.0)))
+    assert (sim.status == JobStatus.FINISHED).all()
+    # V4 (ranked after V3 among equals) makes room for Y at 10; at 100 the blockers end
+    # and X preempts V3 for server 0. V3 (9,900 s left) resumes when X ends at 300, V4
+    # (9,990 s left) when Y ends at 310, each after the restart stall.
+    assert sim.first_start.tolist() == [0.0, 0.0, 0.0, 0.0, 0.0, 100.0, 10.0]
+    assert sim.preemptions.tolist() == [0, 0, 0, 1, 1, 0, 0]
+    assert sim.finish_time.tolist() == pytest.approx(
+        [100.0, 100.0, 100.0, 300.0 + RESTART + 9_900.0, 310.0 + RESTART + 9_990.0, 300.0, 310.0]
+    )

@@ -100,3 +100,8 @@ def test_the_registry_builds_it_with_las_settings():
     assert ordering.preemptive and ordering.min_run_s == 60.0
     assert ordering.thresholds.tolist() == [100.0, 1000.0]
     assert repr(ordering).startswith("GittinsIndex((100.0, 1000.0), preemptive=True")
+
+
+def test_the_index_without_queues_is_refused():
+    with pytest.raises(ValueError, match="the Gittins index needs LAS's queues"):
+        GittinsIndex(None, preemptive=True)  # type: ignore[arg-type]

@@ -4,13 +4,14 @@ on a job that fits."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from envs.schedulers import ClusterView, RandomPlacement
 from envs.schedulers.capacity import server_capacity
 from envs.schedulers.registry import PLACEMENTS
 from envs.sim import Simulator
+from envs.sim.fits import workload_fits
 from envs.topology import build_cluster
 from envs.workload import Workload
 
@@ -42,17 +43,26 @@ def cluster_states(draw):
     ]
     workers = min(workers, cluster.num_gpus // max(shapes[0][0], 1))
     count = len(shapes)
-    workload = Workload(
-        arrival_time=np.zeros(count),
-        model=np.zeros(count, np.int64),
-        num_workers=np.array([workers] + [1] * len(fillers)),
-        worker_demand=np.array(shapes, dtype=float),
-        num_ps=np.array([num_ps] + [0] * len(fillers)),
-        ps_demand=np.tile([0.0, ps_cpus], (count, 1)),
-        epochs=np.ones(count),
-        iterations_per_epoch=np.full(count, 1000),
-        catalog_name="marl",
-    )
+
+    def workload_of(workers: int) -> Workload:
+        return Workload(
+            arrival_time=np.zeros(count),
+            model=np.zeros(count, np.int64),
+            num_workers=np.array([workers] + [1] * len(fillers)),
+            worker_demand=np.array(shapes, dtype=float),
+            num_ps=np.array([num_ps] + [0] * len(fillers)),
+            ps_demand=np.tile([0.0, ps_cpus], (count, 1)),
+            epochs=np.ones(count),
+            iterations_per_epoch=np.full(count, 1000),
+            catalog_name="marl",
+        )
+
+    # ... and to what fits the empty cluster as a whole (envs.sim.fits), or nothing is left.
+    workload = workload_of(workers)
+    while workers > 1 and not workload_fits(cluster, workload).all():
+        workers -= 1
+        workload = workload_of(workers)
+    assume(workload_fits(cluster, workload).all())
     sim = Simulator(cluster, workload)
     assert sim.run_until_decision()
     occupy = RandomPlacement(np.random.default_rng(seed))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -297,3 +299,46 @@ def test_dropping_one_kind_of_event_keeps_the_others_in_order() -> None:
     queue.push(1.0, WAKE)
     assert queue.drop(ARRIVAL) == 3 and len(queue) == 2
     assert [(e.time, e.kind) for e in (queue.pop(), queue.pop())] == [(1.0, WAKE), (2.0, TICK)]
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"interval_s": math.inf}, "interval_s must be a finite number of seconds > 0"),
+        ({"interval_s": 0.0}, "interval_s must be a finite number of seconds > 0"),
+        ({"interval_s": math.nan}, "interval_s must be a finite number of seconds > 0"),
+        ({"restart_cost_s": math.inf}, "restart_cost_s must be a finite number of seconds >= 0"),
+        ({"restart_cost_s": -1.0}, "restart_cost_s must be a finite number of seconds >= 0"),
+        ({"restart_cost_s": math.nan}, "restart_cost_s must be a finite number of seconds >= 0"),
+    ],
+)
+def test_unusable_times_are_refused(settings, message) -> None:
+    """An infinite interval would never decide again after t=0, and an infinite restart
+    cost would stall every resumed job forever: both ended in a stall, not an error."""
+    with pytest.raises(ValueError, match=message):
+        SimulatorConfig(**settings)
+
+
+def test_a_resize_that_does_not_fit_leaves_the_job_where_it_ran(make_workload) -> None:
+    """Two 1-GPU jobs on one server of two 2-GPU groups: job 0 on group 0, job 1 on
+    group 1. Job 1 grows to 2 workers on its own group (its GPU counts as free): done.
+    Job 0 asked for 3 workers on group 0 (2 GPUs) is refused and runs on, untouched;
+    neither resize counts as a preemption, nor sets the time of one."""
+    cluster = build_cluster("flat", servers=1, gpus_per_server=4)
+    config = SimulatorConfig(interference=False, communication=False)
+    sim = Simulator(cluster, make_workload([0.0, 0.0], [0, 0], [1, 1]), config)
+    assert sim.run_until_decision()
+    sim.place(0, [0])
+    sim.place(1, [1])
+    releases = sim.releases
+    sim.resize(1, [1, 1])
+    assert sim.job_placement(1)[0].tolist() == [1, 1]
+    with pytest.raises(PlacementError, match="GPU group 0 has 2 free GPU"):
+        sim.resize(0, [0, 0, 0])
+    assert sim.status.tolist() == [JobStatus.RUNNING, JobStatus.RUNNING]
+    assert sim.job_placement(0)[0].tolist() == [0]
+    assert sim.gpu_job.tolist() == [0, -1, 1, 1]
+    assert sim.free_gpus.tolist() == [1, 0]
+    assert sim.releases == releases + 1  # job 1's resize only
+    assert sim.preemptions.tolist() == [0, 0]
+    assert np.isnan(sim.last_preempted_at).all()
