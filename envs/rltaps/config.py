@@ -150,6 +150,14 @@ class RLTapsConfig(MappingConfig):
             int_at_least(name, getattr(self, name), minimum)
         for name in ("short_len", "long_len", "small_gpus", "large_gpus"):
             object.__setattr__(self, name, _int_range(name, getattr(self, name)))
+        longest = max(self.short_len[1], self.long_len[1])
+        if longest > self.horizon:
+            # 003 §4.6.2: calibration makes the image hold a job's whole work (len x gpus
+            # cells); a longer job would be drawn clipped, as short as one of horizon rows.
+            raise ValueError(
+                f"jobs may be {longest} rows long but the image has horizon={self.horizon} "
+                "rows; lower short_len/long_len or raise horizon"
+            )
         probability("long_len_share", self.long_len_share)
         probability("large_gpus_share", self.large_gpus_share)
         largest = max(self.small_gpus[1], self.large_gpus[1])

@@ -96,12 +96,12 @@ def generate_jobs(config: RLTapsConfig, rng: np.random.Generator) -> JobSet:
     )
 
 
-def _job_ints(index: int, job: Mapping[str, Any], most_gpus: int) -> dict[str, int]:
+def _job_ints(index: int, job: Mapping[str, Any], most_gpus: int, most_rows: int) -> dict[str, int]:
     """The integer fields of explicit job ``index``, checked against their ranges."""
     bounds = {
         "arrival": (0, None),
         "minibatch": (1, None),
-        "len": (1, None),
+        "len": (1, most_rows),
         "gpus": (1, most_gpus),
     }
     values = {}
@@ -120,7 +120,8 @@ def parse_jobs(data: object, config: RLTapsConfig) -> JobSet:
 
     ``data`` is a list of jobs, ``{"jobs": [...]}`` or a :class:`JobSet`. Each job is
     ``{"arrival": int >= 0 (step), "model": a name of CNN_TABLE, "minibatch": int >= 1,
-    "len": int >= 1 (rows), "gpus": 1..min(max_gpus_request, GPUs of the cluster)}``.
+    "len": 1..horizon (rows: the image shows a job's whole work, 003 §4.6.2), "gpus":
+    1..min(max_gpus_request, GPUs of the cluster)}``.
     """
     if isinstance(data, JobSet):
         data = data.to_list()
@@ -148,7 +149,7 @@ def parse_jobs(data: object, config: RLTapsConfig) -> JobSet:
             raise ValueError(
                 f"job {index}: unknown model {job['model']!r}; known: {', '.join(CNN_NAMES)}"
             )
-        ints = _job_ints(index, job, most_gpus)
+        ints = _job_ints(index, job, most_gpus, config.horizon)
         model = CNN_NAMES.index(job["model"])
         rows.append((ints["arrival"], model, ints["minibatch"], ints["len"], ints["gpus"]))
     rows.sort(key=lambda row: row[0])

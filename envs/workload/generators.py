@@ -370,14 +370,22 @@ def bimodal_lengths(
     """Per job, a length uniform in ``short`` (inclusive) where ``is_short``, else in ``long``.
 
     Both ranges are drawn for every job, short first, so the stream of ``rng`` does not
-    depend on the mix: DeepRM's and 004's two-mode job lengths.
+    depend on the mix: DeepRM's and 004's two-mode job lengths. An empty range (low above
+    high) is allowed, and not drawn, when no job needs it (every job short, say).
     """
     count = is_short.shape[0]
-    return np.where(
-        is_short,
-        rng.integers(short[0], short[1] + 1, size=count),
-        rng.integers(long[0], long[1] + 1, size=count),
-    )
+    drawn = []
+    for label, (low, high), used in (
+        ("short", short, is_short.any()),
+        ("long", long, (~is_short).any()),
+    ):
+        if low <= high:
+            drawn.append(rng.integers(low, high + 1, size=count))
+        elif used:
+            raise ValueError(f"{label} job lengths {low}..{high} are an empty range")
+        else:
+            drawn.append(np.zeros(count, dtype=np.int64))
+    return np.where(is_short, drawn[0], drawn[1])
 
 
 def deeprm_jobs(

@@ -67,6 +67,16 @@ def test_the_environment_and_make_workload_draw_one_distribution() -> None:
         assert names == [JOB_TYPES[kind] for kind in jobs.kind]
 
 
+def test_short_jobs_only_when_long_jobs_have_no_lengths() -> None:
+    """short_fraction 1 with max_job_len == short_max_len (the validator's allowed case):
+    every job is short, 1..10 steps, and no empty range of long lengths is drawn."""
+    config = CuSHConfig(short_fraction=1.0, short_max_len=10, max_job_len=10, num_jobs=40)
+    for seed in range(3):
+        jobs = generate_job_set(config, np.random.default_rng(seed))
+        assert len(jobs.length) == 40 and 1 <= jobs.length.min() <= jobs.length.max() <= 10
+    CuSHEnv(config).reset(seed=0)
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [

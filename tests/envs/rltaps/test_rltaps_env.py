@@ -87,6 +87,7 @@ def test_bad_actions_are_refused(action: object, message: str) -> None:
         ({"racks": (2, 0)}, "racks"),
         ({"num_slots": 0}, "num_slots"),
         ({"short_len": (3, 1)}, "short_len"),
+        ({"long_len": (6, 30)}, "30 rows long but the image has horizon=10 rows"),
         ({"large_gpus": (8, 13)}, "max_gpus_request"),
         ({"max_gpus_request": 40}, "at most the cluster's 32 GPUs"),
         ({"models": ("resnet-50", "lenet")}, "unknown CNN"),
@@ -109,7 +110,9 @@ def test_bad_configs_are_refused(params: dict, message: str) -> None:
         ([], "non-empty list"),
         ([{"arrival": 0}], "exactly the keys"),
         ([job("lenet", 32, 1, 1)], "unknown model"),
-        ([job("resnet-50", 32, 0, 1)], "len must be an integer >= 1"),
+        ([job("resnet-50", 32, 0, 1)], r"len must be an integer in 1\.\.10"),
+        # 003 §4.6.2: the image holds a job's whole work; 11 rows would be drawn as 10.
+        ([job("resnet-50", 32, 11, 1)], r"len must be an integer in 1\.\.10"),
         ([job("resnet-50", 32, 1, 13)], r"gpus must be an integer in 1\.\.12"),
         ({"tasks": []}, "an RL-TAPS job list"),
     ],
