@@ -72,7 +72,12 @@ class Cluster:
         server_architecture: np.ndarray,
     ) -> None:
         self.topology = plan.topology
-        self.params = dict(plan.params)
+        # Plain Python numbers: sizes given as numpy integers stay JSON-able (describe,
+        # MLflow parameters).
+        self.params = {
+            name: value.item() if isinstance(value, np.generic) else value
+            for name, value in plan.params.items()
+        }
         self.routing = plan.routing
         self.architectures = tuple(architectures)
         num_servers = len(plan.server_partition)

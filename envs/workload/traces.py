@@ -277,6 +277,8 @@ class _PaiJobTasks:
     ps_cpus: float = 0.0
     first_start: float = math.inf
     last_end: float = -math.inf
+    # A task that never started or never ended: the job's run time is unknown.
+    unfinished: bool = False
 
     def add(
         self, role: str, instances: int, gpus: float, cpus: float, start: float, end: float
@@ -289,16 +291,19 @@ class _PaiJobTasks:
             self.workers += instances
             self.worker_gpus += instances * gpus
             self.worker_cpus += instances * cpus
-        if not math.isnan(start):
+        if math.isnan(start) or math.isnan(end):
+            self.unfinished = True
+        else:
             self.first_start = min(self.first_start, start)
-        if not math.isnan(end):
             self.last_end = max(self.last_end, end)
 
     @property
     def duration(self) -> float:
-        """Run time from the first task start to the last task end; NaN if unknown."""
+        """Run time from the first task start to the last task end; NaN if unknown (a
+        task never started or never ended: the end of the others is not the job's)."""
         if (
-            math.isinf(self.first_start)
+            self.unfinished
+            or math.isinf(self.first_start)
             or math.isinf(self.last_end)
             or self.last_end < self.first_start
         ):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -192,3 +194,19 @@ def test_bandwidth_overrides_reach_links() -> None:
     bcube = build_cluster("bcube", n=3, k=1, bandwidth_gbps=(5, 7))
     level1 = bcube.link_tier_names.index("server-level1")
     assert set(bcube.link_gbps[bcube.link_tier == level1].tolist()) == {7.0}
+
+
+@pytest.mark.parametrize(
+    ("name", "sizes"),
+    [
+        ("fat-tree", {"k": 4}),
+        ("bcube", {"n": 2, "k": 1}),
+        ("flat", {"servers": 3}),
+        ("vl2", {"k": 4}),
+    ],
+)
+def test_sizes_given_as_numpy_integers_describe_as_json(name, sizes):
+    cluster = build_cluster(name, **{key: np.int64(value) for key, value in sizes.items()})
+    summary = json.loads(json.dumps(describe_cluster(cluster)))
+    assert {key: summary["params"][key] for key in sizes} == sizes
+    assert all(type(cluster.params[key]) is int for key in sizes)

@@ -490,3 +490,21 @@ def test_task_that_exceeds_every_server() -> None:
     assert dropped == 1 and len(kept) == 1
     error = pickle.loads(pickle.dumps(InfeasibleJobError("m", 1, 2)))
     assert (str(error), error.job, error.job_id) == ("m", 1, 2)
+
+
+def test_a_pai_job_with_a_task_still_running_has_no_duration(tmp_path: Path) -> None:
+    """jobA's first worker ran 1010..1100, but its PS (from 1010) and a second worker (from
+    1200) never ended: its run time is unknown, not 90 s, and it is dropped as
+    no_duration. jobB's one task ran 1110..1290: 180 s, arriving 100 s after jobA."""
+    jobs_file, tasks = tmp_path / "jobs.csv", tmp_path / "tasks.csv"
+    jobs_file.write_text("jobA,i1,u1,Running,1000,\njobB,i2,u1,Terminated,1100,1300\n")
+    tasks.write_text(
+        "jobA,worker,1,Terminated,1010,1100,100,1,100,T4\n"
+        "jobA,ps,1,Running,1010,,100,1,0,MISC\n"
+        "jobA,worker2,1,Running,1200,,100,1,100,T4\n"
+        "jobB,worker,1,Terminated,1110,1290,100,1,100,T4\n"
+    )
+    jobs, report = read_pai(jobs_file, tasks)
+    assert dict(report.filtered) == {"no_duration": 1}
+    np.testing.assert_array_equal(jobs.duration, [180.0])
+    np.testing.assert_array_equal(jobs.num_workers, [1])
