@@ -22,10 +22,9 @@ taken in rank order:
    it are not tried again in this decision (they have fewer victims), nor the jobs of
    identical tasks that need at least as many tasks, each at least as large. Under
    consolidation "enough" means compact room, and the second rule then skips only the
-   larger jobs that span no more servers alone, at no higher locality level: their
-   compact room would hold the smaller job compactly. A larger job spread over more
-   servers may find compact room the smaller one lacks (5 tasks over two servers with 3
-   free GPUs each, where 4 tasks need one server with 4).
+   larger jobs whose compact room would hold the smaller job compactly (see
+   :class:`_FailedDemands`): a larger job spread over more servers may find room the
+   smaller one lacks (5 tasks as 3 + 2 on two servers, where 4 need one server with 4).
 
 With ``backfill=False`` the pass stops at the first job that neither fits nor can
 preempt. The scheduler's usual walk then places what else fits.
@@ -171,7 +170,9 @@ class Preemptor:
         self._alone: dict[int, tuple[int, int]] = {}
         self._alone_servers = np.full(num_keys, -1, dtype=np.int64)
         self._alone_level = np.full(num_keys, -1, dtype=np.int64)
-        self._one_server_alike = np.zeros(num_keys, dtype=bool)
+        # Per placement key of alike tasks, the most of them one empty server holds.
+        self._server_most = np.zeros(num_keys, dtype=np.int64)
+        self._screenable = np.zeros(num_keys, dtype=bool)
         self._holdings: _Holdings | None = None
         self._holdings_fresh = False
         # Starts numbered in order, and per placement key the last plan found without
@@ -328,8 +329,8 @@ class Preemptor:
 
         Screened: from ``start`` on, the first alive candidate of each placement key
         (a failure rules out the later ones of its key, and a start takes room away
-        from them) whose tasks are alike, use GPUs and cores and fit one server alone,
-        on sockets of one GPU group each; the plan's own tests decide the rest.
+        from them) whose tasks are alike and use GPUs and cores, on sockets of one GPU
+        group each; the plan's own tests decide the rest.
         """
         may_act = np.ones(len(candidates), dtype=bool)
         if not self.consolidate or not len(victims) or not one_group_per_socket(sim.cluster):
@@ -339,8 +340,8 @@ class Preemptor:
         keys = self.job_keys[jobs]
         if not self._key_classified[keys].all():
             self._classify_keys(sim, view, jobs[~self._key_classified[keys]])
-        # Jobs of alike tasks (with GPUs and cores) that fit one server alone.
-        screened = self._one_server_alike[keys]
+        # Jobs of alike tasks with GPUs and cores.
+        screened = self._screenable[keys]
         if not screened.any():
             return may_act
         ahead, jobs = ahead[screened], jobs[screened]
@@ -348,7 +349,13 @@ class Preemptor:
         first.sort()  # in rank order
         ahead, jobs = ahead[first], jobs[first]
         count, task_cpus = sim.num_workers[jobs], sim.worker_cpus[jobs]
-        demands = Demands(sim.worker_gpus[jobs], task_cpus, count, count * task_cpus)
+        demands = Demands(
+            sim.worker_gpus[jobs],
+            task_cpus,
+            count,
+            count * task_cpus,
+            self._alone_servers[self.job_keys[jobs]],
+        )
         rows = self._fresh_holdings(sim).rows_of(victims)
         task_victim, task_group, task_gpus_held, task_cpus_held = rows
         gpus, cores = released_rows(
@@ -366,16 +373,14 @@ class Preemptor:
         return may_act
 
     def _classify_keys(self, sim: Simulator, view: ClusterView, jobs: np.ndarray) -> None:
-        """Note for the placement keys of ``jobs`` whether the screen answers them: alike
-        tasks with GPUs and cores, on one server alone."""
+        """Note for the placement keys of ``jobs`` whether the screen answers them (alike
+        tasks with GPUs and cores), and the servers they span alone."""
         for job in jobs.tolist():
             key = int(self.job_keys[job])
             self._key_classified[key] = True
-            self._one_server_alike[key] = bool(
-                sim.num_ps[job] == 0
-                and sim.worker_gpus[job] > 0
-                and sim.worker_cpus[job] > 0
-                and self._alone_span(sim, view, job)[0] == 1
+            self._alone_span(sim, view, job)
+            self._screenable[key] = bool(
+                sim.num_ps[job] == 0 and sim.worker_gpus[job] > 0 and sim.worker_cpus[job] > 0
             )
 
     def _best_level(self, sim: Simulator, job: int) -> int:
@@ -466,19 +471,31 @@ class Preemptor:
             span = (len(np.unique(spanned)), locality_levels(sim.cluster).span_level(spanned))
             self._alone[key] = span
             self._alone_servers[key], self._alone_level[key] = span
+            if sim.num_ps[job] == 0:
+                cluster = sim.cluster
+                most = server_capacity(
+                    cluster,
+                    cluster.group_gpus,
+                    cluster.socket_cores,
+                    int(sim.worker_gpus[job]),
+                    float(sim.worker_cpus[job]),
+                )
+                self._server_most[key] = int(min(most.max(), sim.num_workers[job]))
         return span
 
     def _alone_spans(
         self, sim: Simulator, view: ClusterView, jobs: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_alone_span` of each of ``jobs``: ``(servers, locality levels)``."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_alone_span` of each of ``jobs``: ``(servers, locality levels)``, and
+        for jobs of alike tasks the most of their tasks one empty server holds (capped at
+        their count)."""
         keys = self.job_keys[jobs]
         unknown = self._alone_servers[keys] < 0
         if unknown.any():
             _, first = np.unique(keys[unknown], return_index=True)
             for job in jobs[unknown][first].tolist():
                 self._alone_span(sim, view, job)
-        return self._alone_servers[keys], self._alone_level[keys]
+        return self._alone_servers[keys], self._alone_level[keys], self._server_most[keys]
 
     def _known_without_room(self, sim: Simulator, job: int, victims: np.ndarray) -> bool:
         """Whether a plan for ``job`` over ``victims`` must fail as one of its key did
@@ -665,9 +682,13 @@ class _FailedDemands:
     shrinks as tasks grow. Most plans of a pass would fail, most of them for this reason.
 
     Under consolidation (``alone_spans``: the servers and locality level of jobs placed
-    alone) a failure means no *compact* room, and a larger job counts as ruled out only
-    when it spans no more servers alone, at no higher level: room on its few servers would
-    hold the failed job as compactly. One that spreads wider alone is still tried.
+    alone, and the most of their tasks one empty server holds) a failure means no
+    *compact* room. A larger job Y is then ruled out only when its compact room would
+    hold the failed job X compactly: Y on ``n_Y`` servers, at most ``m_Y`` tasks on each,
+    leaves X's ``w_X`` tasks room on X's own ``n_X`` servers when ``w_Y - max(n_Y - n_X, 0)
+    m_Y >= w_X`` (the fullest ``n_X`` of Y's servers hold the rest), at no higher locality
+    level than X's (or on one server). A job of 9 one-GPU tasks may find room as 5 + 4 on
+    two 8-GPU servers where 8 need one server free; 16 need both, and are ruled out.
     """
 
     def __init__(
@@ -675,7 +696,8 @@ class _FailedDemands:
         sim: Simulator,
         candidates: np.ndarray,
         shapes: np.ndarray,
-        alone_spans: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None,
+        alone_spans: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+        | None = None,
     ) -> None:
         self._candidates = candidates
         self._shapes = shapes
@@ -684,6 +706,8 @@ class _FailedDemands:
         self._gpus = sim.worker_gpus[candidates]
         self._cpus = sim.worker_cpus[candidates]
         self._alone_spans = alone_spans
+        # Every candidate's (servers, level, most per server), read at the first failure.
+        self._spans: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def ruled_out(self, failed: int) -> np.ndarray:
         """Boolean per candidate: candidate ``failed`` found no room, so this one cannot
@@ -699,12 +723,14 @@ class _FailedDemands:
         )
         if self._alone_spans is None:
             return larger
-        at = larger.nonzero()[0]  # the failed candidate among them
-        servers, levels = self._alone_spans(self._candidates[at])
-        mine = int(np.searchsorted(at, failed))
-        compact_alike = (servers <= servers[mine]) & (levels <= levels[mine])
-        larger[at[~compact_alike]] = False
-        return larger
+        if self._spans is None:
+            self._spans = self._alone_spans(self._candidates)
+        servers, levels, most = self._spans
+        wider = np.maximum(servers - servers[failed], 0)
+        holds = self._workers - wider * most >= self._workers[failed]
+        if servers[failed] > 1:
+            holds &= levels <= levels[failed]
+        return larger & holds
 
 
 _CONSOLIDATION_TRIES = 8

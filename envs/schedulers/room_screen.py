@@ -8,13 +8,15 @@ the room with its victims released, and the test only passes with more free reso
 so the pass may skip it without its memory of failed plans, a placement or a plan.
 
 The screen answers that question for many candidates in one vectorized call, for the
-usual ones: jobs of alike tasks (no parameter servers) that fit one server alone, on
-sockets of one GPU group each. Candidates come in rank order and a job's victims are the
+usual ones: jobs of alike tasks (no parameter servers) with GPUs and cores, on sockets of
+one GPU group each. Candidates come in rank order and a job's victims are the
 preemptible jobs ranked after it, so each candidate's released state is a suffix sum of
 the victims' tasks bucketed by how many candidates rank before them. The test is the
-plans' one-server test (:func:`envs.schedulers.preemption._compact_rooms`) row by row,
-each row with its own demand, and with more core slack than the plan's (the rows add in
-another order), so it never rules out a candidate the plan would have let through.
+plans' own (:func:`envs.schedulers.preemption._compact_rooms`) row by row, each row with
+its own demand: for a job on one server alone, some server holds its tasks and cores; on
+``n`` servers, the ``n`` servers with the most room for each resource (tasks, GPUs,
+cores) hold the job's total of it. It takes more core slack than the plan's (the rows
+add in another order), so it never rules out a candidate the plan would let through.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class Demands:
     task_cpus: np.ndarray
     count: np.ndarray
     total_cpus: np.ndarray
+    #: The servers each job spans alone (None: one each).
+    servers: np.ndarray | None = None
 
 
 def released_rows(
@@ -81,14 +85,39 @@ def may_have_compact_room(
     cluster: Cluster, gpus: np.ndarray, cores: np.ndarray, demands: Demands
 ) -> np.ndarray:
     """Boolean per row of ``gpus[R, G]`` and ``cores[R, S]`` (sockets of one group
-    each): some server may hold row r's tasks (and so their GPUs: each task counted
-    takes its GPUs from its socket's) and its cores."""
+    each): row r's job may find compact room. On one server: some server holds its tasks
+    (and so their GPUs: each task counted takes its GPUs from its socket's) and its
+    cores. On ``n``: the ``n`` servers with the most room hold its tasks, its GPUs and
+    its cores, each resource on its own."""
     socket_offsets = cluster.server_socket_offsets[:-1]
     tolerance = CORE_TOLERANCE + SCREEN_SLACK
     by_cores = np.floor((cores + tolerance) / demands.task_cpus[:, None])
     per_socket = np.minimum(gpus // demands.task_gpus[:, None], by_cores)
-    holds = np.add.reduceat(per_socket, socket_offsets, axis=1) >= demands.count[:, None]
-    holds &= (
-        np.add.reduceat(cores, socket_offsets, axis=1) + tolerance >= demands.total_cpus[:, None]
-    )
-    return holds.any(axis=1)
+    tasks = np.add.reduceat(per_socket, socket_offsets, axis=1)
+    server_cores = np.add.reduceat(cores, socket_offsets, axis=1) + tolerance
+    servers = np.ones(len(gpus), dtype=np.int64) if demands.servers is None else demands.servers
+    answer = np.empty(len(gpus), dtype=bool)
+    one = servers == 1
+    if one.any():
+        holds = tasks[one] >= demands.count[one, None]
+        holds &= server_cores[one] >= demands.total_cpus[one, None]
+        answer[one] = holds.any(axis=1)
+    many = ~one
+    if many.any():
+        wide = servers[many]
+        server_gpus = np.add.reduceat(gpus[many], cluster.server_group_offsets[:-1], axis=1)
+        needs = [
+            (tasks[many], demands.count[many]),
+            (server_cores[many], demands.total_cpus[many]),
+            (server_gpus, demands.count[many] * demands.task_gpus[many]),
+        ]
+        answer[many] = True
+        for have, need in needs:
+            answer[many] &= _top_sums(have, wide) >= need
+    return answer
+
+
+def _top_sums(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per row of ``values[R, N]``, the sum of its ``counts[r]`` largest entries."""
+    largest_first = -np.sort(-values, axis=1)
+    return largest_first.cumsum(axis=1)[np.arange(len(values)), counts - 1]

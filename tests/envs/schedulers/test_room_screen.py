@@ -52,11 +52,12 @@ def test_released_rows_equal_a_recount_per_candidate(seed):
         np.testing.assert_allclose(cores[row], want_cores, rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("servers", [1, 2, 3])
 @pytest.mark.parametrize("seed", range(4))
-def test_the_screen_answers_as_the_plans_one_server_test(seed):
-    """On random states, for jobs of alike tasks, the screen says "may hold" exactly
-    where the plans' compact-room test on one server does (states in whole and half
-    cores, far from the slack of either)."""
+def test_the_screen_answers_as_the_plans_compact_room_test(seed, servers):
+    """On random states, for jobs of alike tasks spanning ``servers`` servers alone, the
+    screen says "may hold" exactly where the plans' compact-room test on that many
+    servers does (states in whole and half cores, far from the slack of either)."""
     from envs.schedulers import preemption
 
     rng = np.random.default_rng(seed)
@@ -67,11 +68,11 @@ def test_the_screen_answers_as_the_plans_one_server_test(seed):
     gpus = rng.integers(0, cluster.group_gpus + 1, (len(jobs), cluster.num_gpu_groups))
     cores = rng.choice([0.0, 0.5, 1.0, 2.0, 3.0, 4.0], (len(jobs), cluster.num_sockets))
     count, task_cpus = sim.num_workers[jobs], sim.worker_cpus[jobs]
-    screened = may_have_compact_room(
-        cluster, gpus, cores, Demands(sim.worker_gpus[jobs], task_cpus, count, count * task_cpus)
-    )
+    wide = np.full(len(jobs), servers)
+    demands = Demands(sim.worker_gpus[jobs], task_cpus, count, count * task_cpus, wide)
+    screened = may_have_compact_room(cluster, gpus, cores, demands)
     planned = [
-        bool(preemption._compact_rooms(sim, JobTasks.of(sim, job), 1, g[None], c[None])[0])
+        bool(preemption._compact_rooms(sim, JobTasks.of(sim, job), servers, g[None], c[None])[0])
         for job, g, c in zip(jobs.tolist(), gpus, cores, strict=True)
     ]
     assert screened.tolist() == planned
