@@ -40,7 +40,7 @@ class Advisor:
         vectors = [np.zeros_like(mask) for mask in masks]
         if self.env.round is None:
             return vectors
-        actions = self.policy.actions()
+        actions = self.policy.actions(legal_only=False)  # the plan's, legal or not
         for index, agent in enumerate(self.env.possible_agents):
             action = actions.get(agent)
             if action is not None and masks[index][action]:

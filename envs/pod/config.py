@@ -20,6 +20,11 @@ QUEUE_ORDERS = ("arrival", "ideal-time")
 CONTENTION_WEIGHT_BRANCHES = (0.3, 0.4, 0.5, 0.6, 0.7)
 
 
+def _finite_number(value: object) -> bool:
+    """Whether ``value`` is a finite int or float (not a bool, NaN or infinity)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 @dataclass(frozen=True)
 class PodSchedulingConfig:
     """Everything that defines one ``pod_scheduling_v0`` environment.
@@ -117,13 +122,9 @@ class PodSchedulingConfig:
             raise ValueError(f"forward_limit must be an integer >= 0, got {self.forward_limit!r}")
         if self.forward_limit < 0:
             raise ValueError(f"forward_limit must be an integer >= 0, got {self.forward_limit}")
-        if not (isinstance(self.interval_s, int | float) and math.isfinite(self.interval_s)):
+        if not _finite_number(self.interval_s) or self.interval_s <= 0:
             raise ValueError(
                 f"interval_s must be a positive number of seconds, got {self.interval_s!r}"
-            )
-        if self.interval_s <= 0:
-            raise ValueError(
-                f"interval_s must be a positive number of seconds, got {self.interval_s}"
             )
         for name in ("room_features", "release_features", "job_times"):
             if not isinstance(getattr(self, name), bool):
@@ -137,14 +138,16 @@ class PodSchedulingConfig:
             )
         self._check_perf()
         interference_coefficients(self.interference_coefficients)  # ValueError naming presets
-        if not 0.0 <= self.contention_weight <= 1.0:
+        if not _finite_number(self.contention_weight) or not 0 <= self.contention_weight <= 1:
             raise ValueError(
-                "contention_weight (W1) must lie in [0, 1] (W2 = 1 - W1), "
-                f"got {self.contention_weight}"
+                "contention_weight (W1) must be a number in [0, 1] (W2 = 1 - W1), "
+                f"got {self.contention_weight!r}"
             )
-        if self.illegal_action_penalty < 0:
+        # Finite: an infinite penalty times the legal agents' 0 makes every reward NaN.
+        penalty = self.illegal_action_penalty
+        if not _finite_number(penalty) or penalty < 0:
             raise ValueError(
-                f"illegal_action_penalty must be >= 0, got {self.illegal_action_penalty}"
+                f"illegal_action_penalty must be a finite number >= 0, got {penalty!r}"
             )
 
     def _check_perf(self) -> None:

@@ -213,6 +213,7 @@ class PodSchedulingEnv(ParallelEnv):
         self.rounds = 0
         self.round = None
         self._stretch_start = 0.0  # time the next rewards count from
+        self._round_time = 0.0  # time the round in progress began
         self.credit = JobCredit(num) if cfg.credit == "job" else None
         self._masks_only = bool((options or {}).get("masks_only", False))
         # Seeded apart from np_random (a second child), so advice leaves the homes as they were.
@@ -240,7 +241,13 @@ class PodSchedulingEnv(ParallelEnv):
             masks = self._masks
             forwarded = []
             for agent_index, agent in enumerate(self.possible_agents):
-                if agent not in actions or self.round.head(agent_index) is None:
+                if agent not in actions:
+                    continue
+                if self.round.head(agent_index) is None:
+                    # Nothing to place: only waiting is legal, and it does nothing.
+                    mask = masks[agent_index]
+                    action = int(actions[agent])
+                    illegal[agent_index] = not (0 <= action < len(mask) and mask[action])
                     continue
                 outcome = self._apply(agent_index, int(actions[agent]), masks[agent_index])
                 if outcome is None:
@@ -272,6 +279,11 @@ class PodSchedulingEnv(ParallelEnv):
         if terminated or truncated:
             self.agents = []
         return observations, reward_dict, terminations, truncations, infos
+
+    def current_masks(self) -> list[np.ndarray]:
+        """Per agent (in ``possible_agents`` order), the action mask the next step judges
+        its action by: the one in its last observation."""
+        return list(self._masks)
 
     def observe_masks_only(self) -> None:
         """From now on return only each agent's action mask, as ``reset``'s ``masks_only``
@@ -373,7 +385,10 @@ class PodSchedulingEnv(ParallelEnv):
             present = time_in_system(sim, start)
             rewards = jct_rewards(present, self.homes, self.cluster.num_partitions, cfg.interval_s)
             if self.credit is not None:
-                self.credit.settle_stretch(present, self.homes, cfg.interval_s)
+                # Time before the round that decided (the first stretch starts at 0, its
+                # round later) stays home: nothing had been decided about it.
+                undecided = time_in_system(sim, start, until=self._round_time)
+                self.credit.settle_stretch(present - undecided, self.homes, cfg.interval_s)
         else:
             assert contention is not None
             rewards = contention * intervals
@@ -394,6 +409,7 @@ class PodSchedulingEnv(ParallelEnv):
             self.sim, self.homes, self.cluster.num_partitions, self.config.queue_order
         )
         self.rounds += 1
+        self._round_time = self.sim.now
 
     def _observations(self) -> dict[str, dict[str, np.ndarray]]:
         assert self.sim is not None

@@ -6,8 +6,16 @@ placements instead of starting jobs). The driver then turns the plan into the ag
 actions, task by task: place the task if its planned GPU group is in the agent's
 partition, else forward the job to the scheduler of that partition; unplanned jobs wait.
 The jobs start on exactly the planned groups, so the episode's metrics equal those of
-``simulate.py run`` with the same workload, seed and interval (device level). At server
-level the environment picks the GPU group inside the chosen server itself.
+``simulate.py run`` with the same workload, seed and interval (device level).
+
+Where the planned action is masked out, the driver takes the first legal action among the
+targets planned for the job's other tasks; else, for a forward it may not make, the first
+target of its own partition the task fits; else it waits (else takes the first legal
+action). So an episode always moves on. That happens only where the environment cannot
+follow the plan: at server level, where the environment picks the GPU group inside the
+chosen server itself (a task may land on another group than planned, and fill the one a
+later task was planned on), and where a task may be forwarded no more
+(``forward_limit``; with 0 a job is placed where it arrived, or waits).
 """
 
 from __future__ import annotations
@@ -81,8 +89,10 @@ class HeuristicPodPolicy:
         self._proxy: _PlanningSimulator | None = None
         self.plan: dict[int, np.ndarray] = {}
 
-    def actions(self) -> dict[str, int]:
-        """The action of every live agent for the environment's current state."""
+    def actions(self, legal_only: bool = True) -> dict[str, int]:
+        """The action of every live agent for the environment's current state: the plan's,
+        or where the mask forbids it a legal one (see the module doc); with
+        ``legal_only=False`` the plan's even then (the advice shows none there)."""
         env = self.env
         round_ = env.round
         if round_ is None:
@@ -92,6 +102,7 @@ class HeuristicPodPolicy:
             self._plan(env.sim)
             self._planned_round = key
         wait = env.builder.num_actions - 1
+        masks = env.current_masks() if legal_only else []
         actions = {}
         for index, agent in enumerate(env.possible_agents):
             if agent not in env.agents:
@@ -100,9 +111,28 @@ class HeuristicPodPolicy:
             if head is None or head.job not in self.plan:
                 actions[agent] = wait
                 continue
-            group = int(self.plan[head.job][head.task])
-            actions[agent] = self._action_for(index, group)
+            planned = self.plan[head.job]
+            action = self._action_for(index, int(planned[head.task]))
+            if legal_only and not masks[index][action]:
+                action = self._fallback(index, action, planned[head.task + 1 :], masks[index])
+            actions[agent] = action
         return actions
+
+    def _fallback(
+        self, agent: int, planned_action: int, later_groups: np.ndarray, mask: np.ndarray
+    ) -> int:
+        """A legal action where ``planned_action`` is masked out (see the module doc)."""
+        for group in later_groups.tolist():
+            action = self._action_for(agent, int(group))
+            if mask[action]:
+                return action
+        targets = self.env.layout.max_targets
+        if planned_action >= targets:  # a forward it may not make: here, if anywhere
+            here = np.flatnonzero(mask[:targets])
+            if len(here):
+                return int(here[0])
+        wait = len(mask) - 1
+        return wait if mask[wait] else int(np.flatnonzero(mask)[0])
 
     def keep_plan_of(self, original: HeuristicPodPolicy) -> None:
         """On a deep copy of ``original`` and its environment: keep the plan of the round in

@@ -24,10 +24,11 @@ def progress_rewards(sim: Simulator, work_before: np.ndarray, shares: np.ndarray
     return fraction @ shares
 
 
-def time_in_system(sim: Simulator, start: float) -> np.ndarray:
-    """Per job: seconds it spent in the system in ``[start, now]``."""
+def time_in_system(sim: Simulator, start: float, until: float | None = None) -> np.ndarray:
+    """Per job: seconds it spent in the system in ``[start, until]`` (default: now)."""
+    until = sim.now if until is None else until
     arrival = sim.workload.arrival_time
-    end = np.where(np.isnan(sim.finish_time), sim.now, np.minimum(sim.finish_time, sim.now))
+    end = np.where(np.isnan(sim.finish_time), until, np.minimum(sim.finish_time, until))
     return np.clip(end - np.maximum(arrival, start), 0.0, None)
 
 

@@ -83,3 +83,30 @@ def test_job_credit_needs_the_jct_reward() -> None:
         PodSchedulingEnv(credit="job")
     with pytest.raises(ValueError, match="credit='episode'; allowed: round, job"):
         PodSchedulingEnv(reward="jct", credit="episode")
+
+
+def test_time_before_the_first_round_stays_with_the_home_scheduler(monkeypatch) -> None:
+    """The first stretch runs from t=0 to the second round, but nothing was decided about
+    a job before the first round (t1): only its time from t1 on moves to the steps that
+    decided it, as for a job that arrives between later rounds. The costs settled at the
+    first round's end are each job's time in [max(arrival, t1), min(finish, t2)]."""
+    settled: list[np.ndarray] = []
+    settle = JobCredit.settle_stretch
+
+    def recorded(self, cost, homes, interval_s):
+        settled.append(np.array(cost))
+        return settle(self, cost, homes, interval_s)
+
+    monkeypatch.setattr(JobCredit, "settle_stretch", recorded)
+    env = PodSchedulingEnv(num_jobs=12, reward="jct", credit="job")
+    env.reset(seed=0)
+    first_round = env.sim.now
+    arrival = env.workload.arrival_time
+    assert first_round == INTERVAL and (arrival < first_round).sum() == 12
+    driver = HeuristicPodPolicy(env, "fifo+packing", seed=0)
+    while not settled:
+        env.step(driver.actions())
+    second_round = env.sim.now
+    finish = np.where(np.isnan(env.sim.finish_time), second_round, env.sim.finish_time)
+    expected = np.clip(np.minimum(finish, second_round) - np.maximum(arrival, first_round), 0, None)
+    np.testing.assert_allclose(settled[0], expected, rtol=0, atol=1e-9)

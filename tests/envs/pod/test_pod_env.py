@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test, parallel_seed_test
@@ -143,6 +145,26 @@ def test_illegal_actions_do_nothing_and_cost_the_penalty() -> None:
     assert env.round.head(acting) is head and head.task == 0
 
 
+def test_an_agent_with_nothing_to_place_pays_for_a_masked_action_too() -> None:
+    """An agent whose queue is empty may only wait; any other action is masked out, does
+    nothing and costs the penalty, as for an agent with work. Agent 0 sends its jobs back
+    until its queue is empty, while the others act, so the round goes on."""
+    env = PodSchedulingEnv(num_jobs=10, illegal_action_penalty=0.5)
+    observations, _ = env.reset(seed=0)
+    wait = env.builder.num_actions - 1
+    while env.round.head(0) is not None:
+        actions = {a: wait for a in env.agents}
+        for agent in env.possible_agents[1:]:
+            legal = np.flatnonzero(observations[agent]["action_mask"])
+            actions[agent] = int(legal[0])
+        observations, *_ = env.step(actions)
+    assert env.round is not None and not env.round.finished
+    idle = env.possible_agents[0]
+    assert env.current_masks()[0].tolist() == [0] * wait + [1]
+    _, rewards, _, _, infos = env.step({**dict.fromkeys(env.agents, wait), idle: 0})
+    assert infos[idle]["illegal_action"] and rewards[idle] == pytest.approx(-0.5)
+
+
 def test_random_unmasked_actions_never_crash() -> None:
     env = PodSchedulingEnv(num_jobs=8, horizon_intervals=30)
     env.reset(seed=5)
@@ -178,6 +200,34 @@ def test_heuristics_match_simulate_run(policy: str, queue_order: str) -> None:
         env.cluster, env.workload, scheduler, policy, SimulatorConfig(interval_s=1800)
     ).metrics()
     assert in_env == direct
+
+
+@pytest.mark.parametrize(
+    ("settings", "policy"),
+    [
+        ({"level": "server"}, "fifo+packing"),
+        ({"level": "server"}, "sjf+tetris"),
+        ({"level": "server"}, "dsif+locality"),
+        ({"forward_limit": 0}, "fifo+packing"),
+    ],
+)
+def test_the_driver_finishes_where_the_environment_cannot_follow_its_plan(settings, policy):
+    """At server level the environment picks the group inside the chosen server (a task
+    may fill the group a later task was planned on), and with forward_limit 0 no job may
+    go where it was planned in another partition. The driver then takes legal actions
+    only, and every job finishes before the horizon (these seeds stalled on the same
+    masked-out action, the round never ending)."""
+    for seed in (0, 4):
+        env = PodSchedulingEnv(num_jobs=40, **settings)
+        env.reset(seed=seed)
+        driver = HeuristicPodPolicy(env, policy)
+        steps = 0
+        while env.agents and steps < 5_000:
+            _, _, terminations, _, infos = env.step(driver.actions())
+            assert not any(info["illegal_action"] for info in infos.values())
+            steps += 1
+        assert not env.agents and all(terminations.values()), (seed, steps)
+        assert (env.sim.status == JobStatus.FINISHED).all()
 
 
 def test_same_seed_same_trajectory() -> None:
@@ -259,6 +309,23 @@ def test_make_env_and_bad_configs() -> None:
         make_env("pod_scheduling_v0", job_times="yes")
     with pytest.raises(ValueError, match="unknown environment 'pod_v9'"):
         make_env("pod_v9")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        # An infinite penalty times a legal agent's 0 made every reward NaN.
+        ("illegal_action_penalty", math.inf, "illegal_action_penalty must be a finite number"),
+        ("illegal_action_penalty", math.nan, "illegal_action_penalty must be a finite number"),
+        ("illegal_action_penalty", "high", "illegal_action_penalty must be a finite number"),
+        ("contention_weight", True, r"contention_weight \(W1\) must be a number in \[0, 1\]"),
+        ("contention_weight", "0.5", r"contention_weight \(W1\) must be a number in \[0, 1\]"),
+        ("interval_s", True, "interval_s must be a positive number of seconds"),
+    ],
+)
+def test_numbers_that_are_not_finite_numbers_are_refused(field, value, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        make_env("pod_scheduling_v0", **{field: value})
 
 
 def test_rllib_registration_builds_a_working_env() -> None:
