@@ -34,6 +34,7 @@ keeps every row (settings not run this time keep their last record).
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from pathlib import Path
@@ -94,6 +95,13 @@ def switching_avg_jct(env_config: dict[str, Any], seed: int, names: list[str]) -
     return float(SimulationResult.from_simulator(env.sim, "switching").metrics()["avg_jct"])
 
 
+def ranked_by_avg_jct(table: dict[str, Any]) -> list[str]:
+    """The table's policies by mean avg JCT, lowest first, NaN (no job arrived on any seed)
+    last: NaN compares false both ways, and would leave a plain sort's order undefined."""
+    means = {name: float(entry["metrics"]["avg_jct"]) for name, entry in table.items()}
+    return sorted(means, key=lambda name: (math.isnan(means[name]), means[name]))
+
+
 def switching_record(
     env_config: dict[str, Any], seeds: list[int], table: dict[str, dict[str, Any]], best: str
 ) -> dict[str, Any]:
@@ -101,8 +109,7 @@ def switching_record(
     ``seeds``: mean, interval, and the paired difference to ``best``."""
     from tune.episode_tasks import play_episodes
 
-    ranked = sorted(table, key=lambda name: table[name]["metrics"]["avg_jct"])
-    names = ranked[:SWITCH_AMONG]
+    names = ranked_by_avg_jct(table)[:SWITCH_AMONG]
     per_seed = play_episodes(switching_avg_jct, [(env_config, s, names) for s in seeds], 0)
     return {**_against_best("switching", per_seed, table, best), "switching_among": names}
 

@@ -111,29 +111,41 @@ def select(experiment: ExperimentConfig, candidates: list[Candidate]) -> Selecti
     per_seed = [
         values[index * len(seeds) : (index + 1) * len(seeds)] for index in range(len(candidates))
     ]
+    # The first candidate's episodes (the warm start's, when there is one).
+    incumbent_episodes = [episode["metrics"] for episode in played[: len(seeds)]]
     scores = {
         candidate.label: finite_mean(values)
         for candidate, values in zip(candidates, per_seed, strict=True)
     }
     labels = [candidate.label for candidate in candidates]
-    best = chosen_index(labels, per_seed, evaluation.selection_confidence)
+    best = chosen_index(
+        labels,
+        per_seed,
+        evaluation.selection_confidence,
+        incumbent_unfinished=any(map(left_jobs_unfinished, incumbent_episodes)),
+    )
     return Selection(candidates[best], scores, dict(zip(labels, per_seed, strict=True)))
 
 
 def chosen_index(
-    labels: Sequence[str], per_seed: Sequence[Sequence[float]], confidence: float
+    labels: Sequence[str],
+    per_seed: Sequence[Sequence[float]],
+    confidence: float,
+    incumbent_unfinished: bool = False,
 ) -> int:
     """The candidate to evaluate, by index, from each candidate's per-seed values (NaN: no
-    job finished). Without a warm start first (``labels[0]``) or with ``confidence`` 0:
-    the lowest mean, the earlier of equals, NaN last. With one: the warm start, unless
-    checkpoints are :func:`significantly_lower` at ``confidence`` over all of them
-    (Bonferroni); then the lowest mean of those."""
+    job arrived). Without a warm start first (``labels[0]``), with ``confidence`` 0, or
+    with a warm start that left a validation job unfinished (``incumbent_unfinished``, or
+    a value that is not finite): the lowest mean, the earlier of equals, NaN last. With
+    one: the warm start, unless checkpoints are :func:`significantly_lower` at
+    ``confidence`` over all of them (Bonferroni); then the lowest mean of those."""
     from tune.evaluation import finite_mean
 
     means = [_finite(finite_mean(list(values))) for values in per_seed]
     lowest = min(range(len(labels)), key=lambda i: means[i])
     incumbent = per_seed[0]
-    if labels[0] != WARM_START or confidence == 0 or not all(map(math.isfinite, incumbent)):
+    defends = not incumbent_unfinished and all(map(math.isfinite, incumbent))
+    if labels[0] != WARM_START or confidence == 0 or not defends:
         return lowest
     challengers = range(1, len(labels))
     level = 1.0 - (1.0 - confidence) / max(1, len(challengers))
@@ -166,8 +178,14 @@ def choose_clone(experiment: ExperimentConfig, paths: list[str]) -> tuple[str, d
     return selection.chosen.path, selection.scores
 
 
+def left_jobs_unfinished(metrics: dict[str, Any]) -> bool:
+    """Whether an episode's metrics count jobs that did not finish (its ``avg_jct`` then
+    counts their time so far: finite, and lower than their whole time would be)."""
+    return int(metrics.get("jobs_finished", 0)) < int(metrics.get("jobs_total", 0))
+
+
 def _finite(value: Any) -> float:
-    """NaN (no job finished) ranks last."""
+    """NaN (no job arrived) ranks last."""
     return float("inf") if math.isnan(value) else float(value)
 
 

@@ -185,3 +185,10 @@ def test_the_learning_goal_is_met_at_and_below_that_avg_jct(bench: ModuleType) -
     # paper001 names heuristics this table lacks: no limit, so not met.
     assert math.isnan(learning.goal_jct(learning.SETTINGS["paper001"], evaluation, "spf+locality"))
     assert learning.goal_met(learning.SETTINGS["paper001"], payload(1.0)) is False
+
+
+def test_the_switching_planner_ranks_a_nan_mean_last(bench: ModuleType) -> None:
+    """A plain sort with a NaN key left h3 second and h4 (the best) out of the top two."""
+    means = {"h1": 5.0, "h3": math.nan, "h4": 1.0, "h5": 2.0, "h2": 4.0}
+    table = {name: {"metrics": {"avg_jct": value}} for name, value in means.items()}
+    assert bench.ranked_by_avg_jct(table) == ["h4", "h5", "h2", "h1", "h3"]

@@ -295,3 +295,36 @@ def test_single_agent_summaries_have_no_jct_bound() -> None:
     info = summary(experiment, table)
     assert info["lower_bound"] is None and bound_metrics(info) == {}
     assert "lower bound" not in format_evaluation(table, info)
+
+
+def test_the_paired_difference_counts_the_seeds_the_means_count() -> None:
+    """DeepRM leaves a truncated episode's summary out of the means (it covers only the jobs
+    booked by then). The learned row's seed-2 episode was truncated with a slowdown of 1.0
+    against sjf's 3.0: the paired difference uses seed 1 alone, (2 - 2) / 2 = 0 (one seed:
+    no interval), as the means do (learned 2.0 against sjf's 2.5: -20%), not a "33% gain"
+    from the cut-off episode."""
+    from tune.evaluation import add_statistics, finite_mean, summary
+
+    env = "podsched/DeepRM-v0"
+    slowdowns = {"sjf": [(2.0, 0.0), (3.0, 0.0)], "learned-greedy": [(2.0, 0.0), (1.0, 1.0)]}
+    table = {}
+    for policy, episodes in slowdowns.items():
+        records = [{"mean_slowdown": value, "truncated": cut} for value, cut in episodes]
+        complete = [record["mean_slowdown"] for record in records if not record["truncated"]]
+        table[policy] = {
+            "episodes": records,
+            "seeds": [1, 2],
+            "metrics": {
+                "mean_slowdown": finite_mean(complete),
+                "truncated": finite_mean([record["truncated"] for record in records]),
+            },
+        }
+    add_statistics(table, env)
+    experiment = config_from_dict(
+        {"environment": {"name": env}, "evaluation": {"seeds": [1, 2], "greedy": True}}
+    )
+    info = summary(experiment, table, "mean_slowdown")
+    assert info["best_heuristic"] == "sjf"
+    assert info["relative_to_best"]["learned-greedy"] == pytest.approx(-0.2)
+    mean, half_width = info["paired_to_best"]["learned-greedy"]
+    assert mean == 0.0 and math.isnan(half_width)

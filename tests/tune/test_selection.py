@@ -114,7 +114,9 @@ def test_the_warm_start_stays_unless_a_checkpoint_is_significantly_better() -> N
     # Confidence 0, or no warm start first: the lowest mean.
     assert chosen_index(labels, [warm, lucky, steady], 0.0) == 1
     assert chosen_index(["a", "lucky", "steady"], [warm, lucky, steady], 0.95) == 1
-    # A warm start that left a job unfinished (NaN) defends nothing.
+    # A warm start that left a job unfinished defends nothing: the JCT metrics count such
+    # a job's time so far (finite), so select() says so; NaN (no job arrived) too.
+    assert chosen_index(labels, [warm, lucky, steady], 0.95, incumbent_unfinished=True) == 1
     assert chosen_index(labels, [[10.0, math.nan, 10.0], lucky, steady], 0.95) == 1
     # Among significant checkpoints the lowest mean wins, the earlier of equals.
     better = [8.0, 8.1, 7.9]
@@ -210,3 +212,40 @@ def test_a_trial_keeps_its_best_scored_checkpoint_or_its_latest() -> None:
     assert trial_checkpoint(result, key, "max") == "t/2"
     assert trial_checkpoint(result, key, "min") == "t/1"
     assert trial_checkpoint(result, None, "max") == "t/3"  # no declared score
+
+
+def test_an_episode_with_jobs_unfinished_is_told_apart_by_its_counts() -> None:
+    """The selection cannot tell an unfinished job from the avg JCT (censored: finite), so
+    it reads the episode's job counts (SimulationResult.metrics)."""
+    import numpy as np
+
+    from envs.sim.metrics import SimulationResult
+    from tune.selection import left_jobs_unfinished
+
+    def metrics(finish: list[float]) -> dict:
+        count = len(finish)
+        jobs = {
+            key: np.zeros(count) for key in ("arrival", "first_start", "preemptions", "job_id")
+        } | {
+            key: np.ones(count)
+            for key in (
+                "ideal_duration",
+                "run_time",
+                "gpus",
+                "contention",
+                "gpu_seconds",
+                "servers",
+            )
+        }
+        jobs["finish"] = np.array(finish)
+        timeline = {
+            key: np.zeros(1)
+            for key in ("time", "busy_gpus", "queue_length", "running", "fragmentation")
+        }
+        timeline["mean_contention"] = np.zeros(1)
+        return SimulationResult("p", jobs, timeline, 4, 100.0).metrics()
+
+    unfinished = metrics([10.0, 20.0, math.nan])  # the horizon (100 s) cut the third job
+    assert math.isfinite(unfinished["avg_jct"]) and unfinished["avg_jct"] == pytest.approx(130 / 3)
+    assert left_jobs_unfinished(unfinished)
+    assert not left_jobs_unfinished(metrics([10.0, 20.0, 30.0]))

@@ -217,7 +217,7 @@ def summary(
             for policy, entry in table.items()
         },
         "paired_to_best": {
-            policy: list(paired_to(table, policy, best, metric))
+            policy: list(paired_to(table, policy, best, metric, experiment.environment.name))
             for policy in table
             if best is not None and policy != best
         },
@@ -252,18 +252,29 @@ def _bound_or_reason(
 
 
 def paired_to(
-    table: dict[str, dict[str, Any]], policy: str, reference: str, metric: str = RANKING_METRIC
+    table: dict[str, dict[str, Any]],
+    policy: str,
+    reference: str,
+    metric: str = RANKING_METRIC,
+    env_name: str = "pod_scheduling_v0",
 ) -> tuple[float, float]:
     """Mean relative difference of ``policy``'s ``metric`` to ``reference``'s, seed by seed,
     with its 95% half-width (:func:`tune.confidence.paired_relative_ci`); NaN when the two
-    rows were not played on the same seeds."""
+    rows were not played on the same seeds. The seeds are those the means count: for a
+    single-agent formulation's summary metric, the seeds where neither episode was
+    truncated (a truncated episode's summary covers only the jobs booked by then)."""
+    from tune.evaluation.single_agent import ALL_EPISODES, fair_when_truncated
+
     mine, theirs = table[policy], table[reference]
     if mine.get("seeds") != theirs.get("seeds"):
         return float("nan"), float("nan")
-    values = [episode.get(metric) for episode in mine.get("episodes", [])]
-    references = [episode.get(metric) for episode in theirs.get("episodes", [])]
-    if len(values) != len(references):
+    pairs = list(zip(mine.get("episodes", []), theirs.get("episodes", []), strict=False))
+    if len(pairs) != len(mine.get("episodes", [])) or len(pairs) != len(theirs.get("episodes", [])):
         return float("nan"), float("nan")
+    if metric not in ALL_EPISODES and not fair_when_truncated(env_name):
+        pairs = [(a, b) for a, b in pairs if not a.get("truncated") and not b.get("truncated")]
+    values = [episode.get(metric) for episode, _ in pairs]
+    references = [episode.get(metric) for _, episode in pairs]
     return paired_relative_ci(values, references)
 
 
