@@ -577,6 +577,50 @@ SCHEDULER_SETTINGS: dict[str, tuple[str, ...]] = {
 SWEEPABLE = ("algorithm.", "model.config.", "environment.config.")
 
 
+#: ``sweep.scheduler_config`` settings: (type, lowest allowed, highest allowed, bounds open).
+_SCHEDULER_RANGES: dict[str, tuple[type, float, float, bool]] = {
+    "grace_period": (int, 1, math.inf, False),
+    "brackets": (int, 1, math.inf, False),
+    "reduction_factor": (float, 1, math.inf, True),
+    "perturbation_interval": (float, 0, math.inf, True),
+    "burn_in_period": (float, 0, math.inf, False),
+    "quantile_fraction": (float, 0, 0.5, False),
+    "resample_probability": (float, 0, 1, False),
+}
+
+
+def _scheduler_setting(name: str, value: Any) -> None:
+    """ConfigError unless ``sweep.scheduler_config.<name>`` is a number Tune's scheduler
+    takes (checked before Ray starts: Tune asserts it only when the sweep begins)."""
+    kind, low, high, open_bounds = _SCHEDULER_RANGES[name]
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if kind is int:
+        number = number and float(value).is_integer()
+    inside = number and (low < value < high if open_bounds else low <= value <= high)
+    if not inside:
+        what = "an integer" if kind is int else "a number"
+        lower, upper = ("(", ")") if open_bounds else ("[", "]")
+        raise ConfigError(
+            f"sweep.scheduler_config.{name} must be {what} in {lower}{low:g}, {high:g}{upper}, "
+            f"got {value!r}"
+        )
+
+
+def _multiple(value: float, step: float) -> bool:
+    """Whether ``value`` is a whole multiple of ``step`` (to float rounding)."""
+    ratio = value / step
+    return abs(ratio - round(ratio)) < 1e-9
+
+
+def quantized_ints(low: int, high: int, step: float) -> list[int]:
+    """The values Tune's ``qrandint(low, high, step)`` draws: the multiples of ``step`` in
+    ``[low, high]``, the top excluded for ``step`` 1 (Tune's rule)."""
+    step_int = int(step)
+    first = -(-low // step_int) * step_int
+    top = high - 1 if step_int == 1 else high
+    return list(range(first, top + 1, step_int)) if step_int >= 1 else []
+
+
 @dataclass(frozen=True)
 class SweepSection:
     """A Ray Tune sweep (``tune/sweep.py``): ``space`` maps dotted config keys (under
@@ -631,6 +675,8 @@ class SweepSection:
                 f"sweep.scheduler_config.{unknown[0]} is not a {self.scheduler} setting; "
                 f"allowed: {', '.join(allowed) or 'none'}"
             )
+        for name, value in self.scheduler_config.items():
+            _scheduler_setting(name, value)
         if not isinstance(self.space, dict) or not self.space:
             raise ConfigError(
                 "sweep.space must map dotted config keys to distributions, e.g. "
@@ -679,6 +725,13 @@ class SweepSection:
             raise ConfigError(f"{where}: {name} takes integers, got {args!r}")
         if arity == 3 and not args[2] > 0:
             raise ConfigError(f"{where}: {name}'s step q must be > 0, got {args[2]!r}")
+        if name == "quniform" and not all(_multiple(bound, args[2]) for bound in args[:2]):
+            # Tune refuses such bounds, but only when the sweep starts.
+            raise ConfigError(f"{where}: quniform's bounds must be multiples of q, got {args!r}")
+        if name == "qrandint" and not quantized_ints(low, high, args[2]):
+            raise ConfigError(
+                f"{where}: qrandint draws multiples of q in [low, high]; none lies there: {args!r}"
+            )
 
     @property
     def result_key(self) -> str:

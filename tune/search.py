@@ -25,6 +25,7 @@ from tune.experiment import (
     ExperimentConfig,
     SweepSection,
     config_from_dict,
+    quantized_ints,
     set_dotted,
 )
 from tune.selection import checkpoint_by_score, result_value
@@ -61,9 +62,20 @@ def probe_values(spec: dict[str, Any]) -> list[Any]:
     ((name, args),) = spec.items()
     if name in ("choice", "grid"):
         return list(args)
-    if name in ("randint", "qrandint"):
-        return [args[0], args[1] - 1 if name == "randint" else args[1]]
+    if name == "randint":
+        return [args[0], args[1] - 1]
+    if name == "qrandint":
+        drawn = quantized_ints(*args)
+        return [drawn[0], drawn[-1]]
     return [args[0], args[1]]
+
+
+def mutation(spec: dict[str, Any]) -> Any:
+    """PBT's mutation of one ``sweep.space`` entry: a list for ``choice`` and ``grid`` (PBT
+    moves to a neighbouring value of a list, but multiplies a sampled domain's value by
+    0.8 or 1.2, which turns a choice of [0.9, 0.99] into 1.188), else the domain."""
+    ((name, args),) = spec.items()
+    return list(args) if name in ("choice", "grid") else domain(spec)
 
 
 def _with_value(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
@@ -92,7 +104,21 @@ def check_sweep(experiment: ExperimentConfig) -> None:
             f"sweep.scheduler={sweep.scheduler} schedules by training iteration; set "
             "stop.training_iteration"
         )
-    fields = {name for name in AlgorithmSection.__dataclass_fields__} - {"name", "extra"}
+    grace = sweep.scheduler_config.get("grace_period")
+    if sweep.scheduler == "asha" and grace is not None:
+        last = experiment.stop.training_iteration
+        if last is not None and grace > last:
+            raise ConfigError(
+                f"sweep.scheduler_config.grace_period={grace} is past "
+                f"stop.training_iteration={last}: ASHA would stop no trial; lower it"
+            )
+    # Every AlgorithmConfig.training() keyword; min_env_steps_per_iteration is a
+    # reporting setting (tune/rllib_config.py), which the sweep does not vary.
+    fields = {name for name in AlgorithmSection.__dataclass_fields__} - {
+        "name",
+        "extra",
+        "min_env_steps_per_iteration",
+    }
     data = experiment.to_dict()
     data.pop("sweep", None)
     for key, spec in sweep.space.items():
@@ -171,7 +197,7 @@ def tune_config(experiment: ExperimentConfig, num_samples: int | None = None) ->
         )
     elif sweep.scheduler == "pbt":
         mutations = {
-            RLLIB_NAMES.get(_rllib_key(key), _rllib_key(key)): domain(spec)
+            RLLIB_NAMES.get(_rllib_key(key), _rllib_key(key)): mutation(spec)
             for key, spec in sweep.space.items()
         }
         # Tune's PBT, but a trial restores what it exploits from a copy in its own folder:
@@ -187,9 +213,15 @@ def tune_config(experiment: ExperimentConfig, num_samples: int | None = None) ->
         )
     search = None
     if sweep.search == "optuna":
+        from optuna.samplers import TPESampler
         from ray.tune.search.optuna import OptunaSearch
 
-        search = OptunaSearch(seed=experiment.seeds[0])
+        # TPE draws its first n_startup_trials at random (optuna's default 10, all of an
+        # 8-trial sweep): a quarter of the trials here, the rest proposed from the finished.
+        startup = max(1, (num_samples or sweep.num_samples) // 4)
+        search = OptunaSearch(
+            sampler=TPESampler(seed=experiment.seeds[0], n_startup_trials=startup)
+        )
     return ray_tune.TuneConfig(
         metric=sweep.result_key,
         mode=sweep.mode,
@@ -234,10 +266,16 @@ def _sweep_file(storage: str, name: str) -> Path:
 
 
 def _parent_run(
-    experiment: ExperimentConfig, storage: str, tracking_uri: str, name: str, resume: bool
+    experiment: ExperimentConfig,
+    storage: str,
+    tracking_uri: str,
+    name: str,
+    resume: bool,
+    num_samples: int | None = None,
 ) -> str:
     """The sweep's MLflow parent run: the one this sweep opened before (``resume``), else
-    a new one; RUNNING either way."""
+    a new one (``num_samples``: the trials asked for, when not the config's); RUNNING
+    either way."""
     from mlflow.tracking import MlflowClient
 
     from tune.mlflow_tracking import log_run
@@ -252,7 +290,7 @@ def _parent_run(
             tracking_uri,
             experiment.experiment_name,
             name,
-            params={**experiment.flat(), "sweep.num_samples": sweep.num_samples},
+            params={**experiment.flat(), "sweep.num_samples": num_samples or sweep.num_samples},
             tags={
                 "stage": "sweep",
                 "formulation": experiment.environment.name,
@@ -299,7 +337,7 @@ def run_sweep(
 
     sweep = sweep_of(experiment)
     name = f"{experiment.name}-sweep"
-    parent_id = _parent_run(experiment, storage, tracking_uri, name, resume)
+    parent_id = _parent_run(experiment, storage, tracking_uri, name, resume, num_samples)
     client = MlflowClient(tracking_uri=tracking_uri)
     try:
         space = param_space(experiment)

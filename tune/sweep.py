@@ -4,7 +4,8 @@ How to run
 ----------
     python tune/sweep.py --config tune/configs/sced2_dqn.yaml
     python tune/sweep.py --config tune/configs/sced2_dqn.yaml --num-samples 8 \\
-        --set sweep.scheduler=pbt --set stop.training_iteration=20 --json
+        --set sweep.scheduler=pbt --set sweep.search=random --set 'sweep.scheduler_config={}' \\
+        --set stop.training_iteration=20 --json
     python tune/sweep.py --config tune/configs/sced2_dqn.yaml --resume   # after Ctrl-C / a kill
 
 What you get

@@ -297,6 +297,11 @@ def test_train_rayjob_entrypoint_parses_and_its_config_loads() -> None:
     check_experiment(experiment)
     assert trial_resources(experiment) == {"CPU": 6.0}
     check_resources(experiment, cpu_worker_pod(), "a CPU worker pod")
+    # Remote runners of one CPU each start no helper process (train.py would warn).
+    from tune.preflight import resource_warnings
+
+    assert experiment.resources.env_processes == 1
+    assert resource_warnings(experiment) == []
 
 
 def test_sweep_rayjob_entrypoint_parses_and_its_config_loads() -> None:
@@ -358,6 +363,10 @@ def test_kubernetes_mlflow_is_postgres_backed_and_cluster_internal() -> None:
     assert "podsched-mlflow:5000" in options["allowed-hosts"].split(",")
     mounts = {mount["mountPath"] for mount in server["volumeMounts"]}
     assert options["artifacts-destination"] in mounts
+    # The image's user `ray` (uid 1000, group 100) owns nothing on a fresh volume: the
+    # pod gives the volume to its group, so artifact uploads can be written.
+    pod = docs["Deployment", "podsched-mlflow"]["spec"]["template"]["spec"]
+    assert pod["securityContext"]["fsGroup"] == 100
     # The database password comes from a Secret the lab creates, never from the manifest.
     [password] = server["env"]
     assert password["name"] == "PGPASSWORD"

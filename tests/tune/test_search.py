@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tune.experiment import ConfigError, config_from_dict, load_config
@@ -68,6 +69,46 @@ def with_sweep(path: Path, **sweep: object):
             {"space": {"algorithm.lr": {"choice": [1e-4]}}, "metric": "config/lr"},
             r"sweep.metric='config/lr'; allowed: .* not a config/ setting",
         ),
+        # Tune asserts these only when the sweep starts, after Ray and the parent run.
+        (
+            {
+                "space": {"algorithm.lr": {"choice": [1e-4]}},
+                "scheduler_config": {"grace_period": 0},
+            },
+            r"sweep.scheduler_config.grace_period must be an integer in \[1, inf\], got 0",
+        ),
+        (
+            {
+                "space": {"algorithm.lr": {"choice": [1e-4]}},
+                "scheduler_config": {"reduction_factor": 1},
+            },
+            r"sweep.scheduler_config.reduction_factor must be a number in \(1, inf\), got 1",
+        ),
+        (
+            {
+                "space": {"algorithm.lr": {"choice": [1e-4]}},
+                "scheduler": "pbt",
+                "scheduler_config": {"quantile_fraction": 0.8},
+            },
+            r"sweep.scheduler_config.quantile_fraction must be a number in \[0, 0.5\], got 0.8",
+        ),
+        (
+            {
+                "space": {"algorithm.lr": {"choice": [1e-4]}},
+                "scheduler": "pbt",
+                "scheduler_config": {"resample_probability": 2},
+            },
+            r"sweep.scheduler_config.resample_probability must be a number in \[0, 1\]",
+        ),
+        (
+            {"space": {"algorithm.lr": {"quniform": [0.1, 1.0, 0.25]}}},
+            r"sweep.space.algorithm.lr: quniform's bounds must be multiples of q",
+        ),
+        (
+            {"space": {"algorithm.train_batch_size": {"qrandint": [501, 503, 100]}}},
+            r"sweep.space.algorithm.train_batch_size: qrandint draws multiples of q in "
+            r"\[low, high\]; none lies there",
+        ),
     ],
 )
 def test_a_bad_sweep_section_names_the_key(sweep: dict, message: str) -> None:
@@ -109,7 +150,7 @@ def test_a_bad_sweep_section_names_the_key(sweep: dict, message: str) -> None:
             {"algorithm.learning_rate": {"choice": [1e-4]}},
             "sweep.space.algorithm.learning_rate: not an algorithm setting; allowed: "
             "algorithm.<one of clip_param, entropy_coeff, gamma, lambda_, lr, "
-            "min_env_steps_per_iteration, minibatch_size, num_epochs, train_batch_size> or "
+            "minibatch_size, num_epochs, train_batch_size> or "
             "algorithm.extra.<a PPO training setting>",
         ),
     ],
@@ -141,6 +182,35 @@ def test_probe_values_are_the_edges() -> None:
     assert probe_values({"loguniform": [1e-5, 1e-3]}) == [1e-5, 1e-3]
     assert probe_values({"randint": [2, 9]}) == [2, 8]  # Tune's randint excludes 9
     assert probe_values({"qrandint": [2, 8, 2]}) == [2, 8]
+    # Tune's qrandint draws multiples of q, the top included except for q = 1.
+    assert probe_values({"qrandint": [1, 10, 4]}) == [4, 8]
+    assert probe_values({"qrandint": [1, 5, 1]}) == [1, 4]
+
+
+def test_the_draws_of_qrandint_are_tunes() -> None:
+    from ray import tune as ray_tune
+
+    from tune.experiment import quantized_ints
+
+    for low, high, step in [(1, 10, 4), (1, 5, 1), (2, 8, 2), (0, 100, 25)]:
+        domain = ray_tune.qrandint(low, high, step)
+        drawn = set(domain.sample(size=400, random_state=np.random.default_rng(0)))
+        assert drawn == set(quantized_ints(low, high, step)), (low, high, step)
+
+
+def test_asha_s_grace_period_must_come_before_the_stop_and_reporting_keys_are_not_swept() -> None:
+    shortened = {
+        **load_config(SCED2_DQN).to_dict(),
+        "stop": {"training_iteration": 20},
+    }
+    with pytest.raises(ConfigError, match=r"grace_period=100 is past stop.training_iteration=20"):
+        check_sweep(config_from_dict(shortened))
+    with pytest.raises(
+        ConfigError, match=r"sweep.space.algorithm.min_env_steps_per_iteration: not"
+    ):
+        check_sweep(
+            with_sweep(TINY, space={"algorithm.min_env_steps_per_iteration": {"choice": [100]}})
+        )
 
 
 def test_the_shipped_dqn_sweep_is_valid_and_becomes_asha_with_optuna() -> None:
@@ -215,6 +285,19 @@ def test_pbt_mutates_the_rllib_names_of_algorithm_keys() -> None:
     assert isinstance(scheduler, PopulationBasedTraining)
     assert set(scheduler._hyperparam_mutations) == {"lr", "lambda"}
     assert scheduler._perturbation_interval == 1
+    # A choice mutates within its list: PBT multiplied a sampled choice by 0.8 or 1.2.
+    assert scheduler._hyperparam_mutations["lambda"] == [0.9]
+    from ray.tune.schedulers.pbt import _explore
+
+    for draw in range(40):
+        explored, _ = _explore(
+            {"lr": 5e-4, "lambda": 0.9},
+            scheduler._hyperparam_mutations,
+            resample_probability=0.25,
+            perturbation_factors=(1.2, 0.8),
+            custom_explore_fn=None,
+        )
+        assert explored["lambda"] == 0.9, draw
 
 
 def test_a_config_without_a_sweep_section_says_how_to_add_one() -> None:
