@@ -107,9 +107,11 @@ def chosen_settings(args: argparse.Namespace) -> list[Setting]:
         raise UsageError(f"PAPER {args.paper!r} is unknown; allowed: {', '.join(PAPERS)}, all")
     papers = PAPERS if args.paper == "all" else (args.paper,)
     settings = [setting for paper in papers for setting in settings_of(paper)]
-    if args.settings:
+    if args.settings is not None:
         wanted = [name.strip() for name in args.settings.split(",") if name.strip()]
         known = [setting.name for setting in settings]
+        if not wanted:
+            raise UsageError(f"--settings names no setting; allowed: {', '.join(known)}")
         unknown = [name for name in wanted if name not in known]
         if unknown:
             raise UsageError(
@@ -298,7 +300,8 @@ def reproduce_paper(
         }
         metrics: dict[str, float] = {}
         if payload is not None:
-            comparison = compare(setting, payload)
+            interval_s = experiment.environment.config.get("interval_s")
+            comparison = compare(setting, payload, interval_s)
             entry.update(
                 rows=comparison.rows,
                 figures=comparison.figures,
@@ -347,7 +350,7 @@ def format_report(report: dict[str, Any]) -> str:
             + (
                 f"updates of {spent['episodes_per_update']} episodes"
                 if spent.get("episodes_per_update")
-                else f"iterations of {spent['train_batch_size']} steps"
+                else f"iterations of {spent['env_steps_per_iteration']} env steps"
             )
             + f", training seeds {spent['training_seeds']}, "
             f"held-out seeds {spent['evaluation_seeds']}"

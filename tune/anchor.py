@@ -64,6 +64,8 @@ class AnchoredPPOTorchLearner(LeanPPOTorchLearner):
             )
         self._anchor_coeff = float(settings[ANCHOR_COEFF])
         anchor = RLModule.from_checkpoint(str(settings[ANCHOR_PATH]))
+        # Loaded on the CPU; the batches it reads are on the learner's device (a GPU).
+        anchor.to(self._device)
         anchor.eval()
         for parameter in anchor.parameters():
             parameter.requires_grad_(False)

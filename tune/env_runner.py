@@ -10,6 +10,8 @@ samples and logs each counter once, with its total, before the sample call retur
 metrics RLlib reduces after sampling (and Tune reports) are the same sums, and nothing
 reads them while a sample call runs.
 
+It also seeds whole-episode sampling once: see :meth:`LeanMultiAgentEnvRunner._sample`.
+
 :func:`tune.rllib_config.algorithm_config` installs it for the multi-agent environment.
 """
 
@@ -48,12 +50,21 @@ class LeanMultiAgentEnvRunner(MultiAgentEnvRunner):
     _unlogged: _SampledCounts | None = None
     # Processes that step the sub-environments, this one included (env_runner_class).
     env_processes = 1
+    # The environment whose first reset took the runner's seed.
+    _seeded_env: Any = None
 
     def _sample(self, **kwargs: Any) -> Any:
+        if kwargs.get("num_episodes") is not None and self._seeded_env is self.env:
+            # Whole episodes (batch_mode complete_episodes, which credit: job needs):
+            # RLlib resets every sub-environment at each sample call and marks the reset
+            # as initial, so each call drew the runner's seeded workloads again -- PPO
+            # trained on the same num_envs workloads over and over. Seed only the first.
+            self._needs_initial_reset = False
         self._unlogged = _SampledCounts()
         try:
             return super()._sample(**kwargs)
         finally:
+            self._seeded_env = self.env
             counts, self._unlogged = self._unlogged, None
             self._log_sampled_counts(counts)
 

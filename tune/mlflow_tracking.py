@@ -80,7 +80,29 @@ def resolve_tracking_uri(experiment: ExperimentConfig) -> str:
                 f"(maintenance mode); use a database such as {default_tracking_uri()!r}, "
                 "an http(s):// MLflow server, or export MLFLOW_ALLOW_FILE_STORE=true"
             )
+        return uri
+    # Checked now: MLflow would refuse either only when the first run is logged.
+    scheme = urlparse(uri).scheme
+    if scheme.split("+")[0] not in TRACKING_SCHEMES:
+        raise ConfigError(
+            f"{source}={uri!r}: MLflow keeps no runs at a {scheme}:// URI; allowed: "
+            f"{', '.join(TRACKING_SCHEMES)} (e.g. {default_tracking_uri()!r} or "
+            "http://127.0.0.1:5000)"
+        )
+    if scheme == "sqlite" and uri.startswith("sqlite:///"):
+        # SQLAlchemy's sqlite:///<file>: relative, or absolute with a fourth slash.
+        folder = Path(uri.removeprefix("sqlite:///").split("?")[0]).parent
+        if not folder.is_dir():
+            raise ConfigError(
+                f"{source}={uri!r}: the database's folder {folder} does not exist; create "
+                "it or name another"
+            )
     return uri
+
+
+#: URI schemes MLflow keeps runs at (a database through SQLAlchemy, optionally with its
+#: driver as ``postgresql+psycopg2``; a tracking server; Databricks).
+TRACKING_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "databricks")
 
 
 def is_file_store(uri: str) -> bool:

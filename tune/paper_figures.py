@@ -172,6 +172,15 @@ FIGURES: tuple[PaperFigure, ...] = (
         {"SRTF": ("srtf", 12.1), "LAS": ("las", 15.1)},
         "§V-B Fig. 5",
     ),
+    *_reductions(
+        "000",
+        "rl-hybrid",
+        "RL-Hybrid",
+        {"SRTF": ("srtf", 16.4), "LAS": ("las", 20.7)},
+        "§V-B Fig. 5",
+        metric="p90_jct",
+        label="p90 JCT reduction",
+    ),
     # 001 (Zhao & Wu) §VI-B Fig. 7 (fat-tree, uniform 15 jobs/interval): "at least 24.3%
     # improvement in terms of average JCT as compared to all baselines"; §VI-D Fig. 9:
     # "outperforms baselines by at least 21% under VL2 and BCube". JCT in intervals.

@@ -138,7 +138,9 @@ SETTINGS: tuple[Setting, ...] = (
         paper_scale=(
             *PAPER_POD,
             "environment.config.topology_params={n: 6, k: 3}",
-            "environment.config.num_jobs=2000",
+            # 8 whole intervals of 15 jobs for each of BCube(6,3)'s 18 schedulers (2,000
+            # left the last interval's 110 jobs spread over its first 12 minutes).
+            "environment.config.num_jobs=2160",
         ),
         interval_s=1800.0,
     ),
@@ -246,6 +248,10 @@ def budget(experiment: ExperimentConfig) -> dict[str, Any]:
         else reinforce.get("sequences_per_update", 1) * reinforce.get("episodes_per_sequence", 1),
         "iterations": experiment.stop.criteria().get("training_iteration"),
         "train_batch_size": algorithm.train_batch_size,
+        # An iteration samples at least min_env_steps_per_iteration (DQN's 1,000; its
+        # train_batch_size is the transitions of one update), else train_batch_size.
+        "env_steps_per_iteration": algorithm.min_env_steps_per_iteration
+        or algorithm.train_batch_size,
         "training_seeds": list(experiment.seeds),
         "evaluation_seeds": list(experiment.evaluation.seeds),
         "validation_seeds": list(experiment.evaluation.validation_seeds),
@@ -286,9 +292,13 @@ def named_rows(payload: dict[str, Any], metrics: set[str]) -> dict[str, dict[str
     return rows
 
 
-def compare(setting: Setting, payload: dict[str, Any]) -> Comparison:
+def compare(
+    setting: Setting, payload: dict[str, Any], interval_s: float | None = None
+) -> Comparison:
     """Set train.py's ``--json`` result ``payload`` for ``setting`` next to its figures.
-    Where the paper reports JCT in intervals (001), ``avg_jct_intervals`` is added."""
+    Where the paper reports JCT in intervals (001), ``avg_jct_intervals`` is added: in
+    ``interval_s``, the interval the experiment ran with (default the setting's)."""
+    interval_s = interval_s or setting.interval_s
     figures = setting.figures
     metrics = {figure.metric for figure in figures}
     rows = named_rows(payload, metrics)
@@ -302,8 +312,8 @@ def compare(setting: Setting, payload: dict[str, Any]) -> Comparison:
         if row is None or row not in rows or row in comparison.rows:
             continue
         values = {key: value for key, value in rows[row].items() if key in metrics}
-        if setting.interval_s and rows[row].get("avg_jct") is not None:
-            values["avg_jct_intervals"] = rows[row]["avg_jct"] / setting.interval_s
+        if setting.interval_s and interval_s and rows[row].get("avg_jct") is not None:
+            values["avg_jct_intervals"] = rows[row]["avg_jct"] / interval_s
         comparison.rows[row] = values
     for figure in figures:
         measured = figure.measure(rows)

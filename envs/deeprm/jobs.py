@@ -182,6 +182,10 @@ def load_jobs_file(path: str | Path, config: DeepRMConfig) -> JobSequence:
     except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not valid JSON ({error})") from None
     try:
-        return parse_jobs(data, config)
+        jobs = parse_jobs(data, config)
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
+    if not len(jobs):
+        # A replay of nothing has no slowdowns to report.
+        raise ValueError(f"{path}: a DeepRM replay needs at least one job")
+    return jobs

@@ -65,3 +65,13 @@ def test_a_bad_job_file_is_named(tmp_path: Path) -> None:
         result = run("simulate.py", "sced2", "--jobs-file", str(path), "--policy", "sif")
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
         assert result.stderr.startswith(f"simulate.py: error: {path}: {problem}")
+
+
+def test_a_deeprm_replay_of_no_job_is_refused(tmp_path: Path) -> None:
+    """It printed a TypeError traceback (no slowdown to format), or null with --json."""
+    empty = tmp_path / "jobs.json"
+    empty.write_text('{"jobs": []}')
+    for extra in ((), ("--json",)):
+        result = run("paper_baselines.py", "deeprm", "--jobs-file", str(empty), *extra)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert "a DeepRM replay needs at least one job" in result.stderr

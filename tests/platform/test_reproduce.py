@@ -56,7 +56,13 @@ def test_the_figures_are_the_papers_numbers() -> None:
         "p90 JCT reduction vs LAS": 20.7,
     }
     hybrid = {f.label: f.value for f in figures_of("000") if f.setting == "rl-hybrid"}
-    assert hybrid == {"average JCT reduction vs SRTF": 12.1, "average JCT reduction vs LAS": 15.1}
+    # 000 §V: "For p90 JCT, RL-base and RL-Hybrid equally achieve 16.4% and 20.7%".
+    assert hybrid == {
+        "average JCT reduction vs SRTF": 12.1,
+        "average JCT reduction vs LAS": 15.1,
+        "p90 JCT reduction vs SRTF": 16.4,
+        "p90 JCT reduction vs LAS": 20.7,
+    }
     fat_tree = [f for f in figures_of("001") if f.setting == "fat-tree"]
     assert {(f.reference, f.value, f.bound) for f in fat_tree} == {
         ("fifo+tetris", 24.3, ">="),
@@ -157,6 +163,9 @@ def test_compare_sets_the_evaluation_next_to_the_figures() -> None:
     assert comparison.rows[LEARNED]["avg_jct_intervals"] == pytest.approx(5.0)
     assert comparison.rows["fifo+load-balancing"]["avg_jct_intervals"] == pytest.approx(10.0)
     assert comparison.learned == "learned-greedy"
+    # In the intervals the experiment ran with (--set environment.config.interval_s=600).
+    shorter = compare(setting, payload, interval_s=600.0)
+    assert shorter.rows[LEARNED]["avg_jct_intervals"] == pytest.approx(15.0)
 
 
 # ------------------------------------------------------------------ configs at both scales
@@ -209,6 +218,12 @@ def test_the_paper_scale_is_the_papers_setting() -> None:
         6,
     )
     assert budget(config("000", "rl-base", "small"))["episodes_per_update"] is None
+    # DQN samples 1,000 env steps an iteration; its train_batch_size (32) is one update's.
+    dqn = budget(config("002", "dqn", "small"))
+    assert (dqn["env_steps_per_iteration"], dqn["train_batch_size"]) == (1000, 32)
+    # 001 at paper scale on BCube(6,3): 18 schedulers x 15 jobs x 8 whole intervals.
+    bcube = config("001", "bcube", "paper").environment.config
+    assert bcube["num_jobs"] == 18 * 15 * 8
 
 
 # ------------------------------------------------------------------ argument errors
@@ -218,6 +233,8 @@ def test_the_paper_scale_is_the_papers_setting() -> None:
         (["009"], "PAPER '009' is unknown; allowed: 000, 001, 002, 003, 004, all"),
         (["001", "--scale", "huge"], "--scale 'huge' is unknown; allowed: small, paper"),
         (["001", "--settings", "torus"], "--settings torus unknown for 001"),
+        (["001", "--settings", ","], "--settings names no setting; allowed: fat-tree, vl2"),
+        (["000", "--tracking-uri", "bogus://x"], "MLflow keeps no runs at a bogus:// URI"),
         (["004", "--set", "stop.training_iteration=0", "--dry-run"], "training_iteration"),
         ([], "PAPER"),
     ],

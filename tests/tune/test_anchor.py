@@ -79,6 +79,8 @@ def test_anchored_ppo_trains_from_the_clone_and_logs_the_divergence(
         anchor, module = learner._anchor.state_dict(), learner.module["shared"].state_dict()
         assert anchor.keys() == module.keys()
         assert all(torch.equal(anchor[key], module[key].cpu()) for key in anchor)
+        # On the learner's device, where its batches are (a GPU learner's too).
+        assert all(p.device == learner._device for p in learner._anchor.parameters())
         result = algo.train()
         divergence = result["learners"]["shared"][ANCHOR_KL_KEY]
         # A KL divergence: finite and >= 0 up to float32 rounding of the log-softmaxes.

@@ -51,3 +51,33 @@ def test_episodes_reach_the_learner_with_credited_rewards(ray_local) -> None:
         assert np.isfinite(float(stats["shared"]["vf_loss"].peek()))
     finally:
         algo.stop()
+
+
+@pytest.mark.integration
+def test_whole_episode_sampling_draws_new_workloads_at_every_call(ray_local) -> None:
+    """RLlib resets every sub-environment at each complete-episodes sample call and seeded
+    each such reset again, so every call replayed the same two workloads. Only the first
+    call's reset is seeded now (as in truncate_episodes mode): the workloads of three
+    calls (each episode's first arrival times, 6 jobs) are all different, and a new runner
+    with the same seed draws the first call's again."""
+
+    def workloads(algo, calls: int) -> list[tuple]:
+        drawn = []
+        for _ in range(calls):
+            algo.env_runner.sample()
+            for env in algo.env_runner.env.envs:
+                arrivals = env.unwrapped.par_env.workload.arrival_time
+                drawn.append(tuple(np.round(arrivals, 6)))
+        return drawn
+
+    algo = algorithm_config(config_from_dict(_credited_pod()), seed=0).build_algo()
+    try:
+        first = workloads(algo, 3)
+    finally:
+        algo.stop()
+    assert len(set(first)) == len(first) == 6
+    again = algorithm_config(config_from_dict(_credited_pod()), seed=0).build_algo()
+    try:
+        assert workloads(again, 1) == first[:2]
+    finally:
+        again.stop()

@@ -107,13 +107,37 @@ def test_a_file_store_is_refused_with_what_is_allowed(monkeypatch, uri) -> None:
 
 
 @pytest.mark.parametrize(
-    "uri", ["sqlite:////tmp/podsched/mlflow.db", "http://127.0.0.1:5000", "https://mlflow.example"]
+    "uri",
+    [
+        "sqlite:///{tmp}/mlflow.db",
+        "postgresql+psycopg2://mlflow@db:5432/mlflow",
+        "http://127.0.0.1:5000",
+        "https://mlflow.example",
+    ],
 )
-def test_databases_and_servers_pass_unchanged(monkeypatch, uri) -> None:
+def test_databases_and_servers_pass_unchanged(monkeypatch, tmp_path, uri) -> None:
     from tune.mlflow_tracking import resolve_tracking_uri
 
+    uri = uri.format(tmp=tmp_path)
     monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
     assert resolve_tracking_uri(_tracking(uri)) == uri
+
+
+@pytest.mark.parametrize(
+    ("uri", "message"),
+    [
+        ("bogus://x", r"MLflow keeps no runs at a bogus:// URI; allowed: sqlite, postgresql"),
+        ("sqlite:////proc/nope/x.db", r"the database's folder /proc/nope does not exist"),
+    ],
+)
+def test_a_tracking_uri_mlflow_cannot_use_is_refused_before_any_work(uri, message) -> None:
+    """MLflow refused both only when the first run was logged: after training, or in
+    reproduce.py with a traceback."""
+    from tune.experiment import ConfigError
+    from tune.mlflow_tracking import resolve_tracking_uri
+
+    with pytest.raises(ConfigError, match=message):
+        resolve_tracking_uri(_tracking(uri))
 
 
 def test_mlflow_itself_refuses_the_file_store(monkeypatch, tmp_path) -> None:
