@@ -99,6 +99,9 @@ class ReinforceSettings:
     ``sequences_per_update``: B, job sequences per gradient step (004: the 10 job sets of
     an epoch). ``optimizer``: ``adam`` (003) or ``rmsprop`` (004). ``head_lr``: a learning
     rate per head overriding ``algorithm.lr`` (004: ``{job: 1.0e-4, policy: 1.0e-3}``).
+    ``training_sequences``: None draws a fresh job sequence for every one used (003's
+    streaming protocol, Fig. 5); N fixes a training set of N sequences, replayed epoch
+    after epoch in a new random order (003's non-streaming protocol, §5.1.1: 200).
     """
 
     returns: str = "discounted"
@@ -106,12 +109,15 @@ class ReinforceSettings:
     sequences_per_update: int = 1
     optimizer: str = "adam"
     head_lr: dict[str, float] = field(default_factory=dict)
+    training_sequences: int | None = None
 
     def __post_init__(self) -> None:
         if self.returns not in RETURNS:
             raise ValueError(f"reinforce.returns={self.returns!r}; allowed: {', '.join(RETURNS)}")
-        for name in ("episodes_per_sequence", "sequences_per_update"):
+        for name in ("episodes_per_sequence", "sequences_per_update", "training_sequences"):
             value = getattr(self, name)
+            if name == "training_sequences" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"reinforce.{name} must be an integer >= 1, got {value!r}")
         if self.optimizer not in OPTIMIZERS:
@@ -290,13 +296,15 @@ class SequenceGroupEnvRunner(SingleAgentEnvRunner):
         return episodes
 
     def _hold_next_sequence(self) -> int:
-        """Draw the next job sequence, hold it in every sub-environment; its id."""
+        """Draw the next job sequence (or, with ``training_sequences``, take the next of
+        the fixed set), hold it in every sub-environment; its id."""
         if getattr(self, "_sequence_rng", None) is None:
             seed = self.config.seed
             self._sequence_rng = np.random.default_rng(
                 None if seed is None else [int(seed), int(self.worker_index)]
             )
             self._sequences_drawn = 0
+            self._epoch_order: list[int] = []
         vector = self.env.unwrapped
         if not hasattr(vector, "envs"):
             raise ValueError(
@@ -309,12 +317,25 @@ class SequenceGroupEnvRunner(SingleAgentEnvRunner):
                 f"{type(environments[0]).__name__} cannot replay a job sequence; REINFORCE "
                 "with per-sequence baselines needs a podsched single-agent formulation"
             )
-        jobs = environments[0].draw_jobs(self._sequence_rng)
+        fixed = _settings(self.config).training_sequences
+        if fixed is None:
+            jobs = environments[0].draw_jobs(self._sequence_rng)
+            self._sequences_drawn += 1
+            # Unique across runners: runner index in the high bits.
+            sequence = int(self.worker_index) * 2**32 + self._sequences_drawn
+        else:
+            if not self._epoch_order:  # an epoch begins: every sequence once, shuffled
+                self._epoch_order = self._sequence_rng.permutation(fixed).tolist()
+            number = self._epoch_order.pop(0)
+            # Sequence k is the same jobs on every runner and in every epoch.
+            seed = self.config.seed
+            jobs = environments[0].draw_jobs(
+                np.random.default_rng([0 if seed is None else int(seed), 2**31, number])
+            )
+            sequence = number + 1
         for env in environments:
             env.hold_jobs(jobs)
-        self._sequences_drawn += 1
-        # Unique across runners: runner index in the high bits.
-        return int(self.worker_index) * 2**32 + self._sequences_drawn
+        return sequence
 
 
 class MonteCarloAdvantages(ConnectorV2):

@@ -168,8 +168,13 @@ SETTINGS: tuple[Setting, ...] = (
         "with the per-step mean return of E = 20 episodes of a sequence as baseline",
         # 4 updates of one sequence x 20 episodes (80 episodes).
         small=(SMALL_EVALUATION_SEEDS, "stop.training_iteration=4", "checkpoint.frequency=2"),
-        # 003 §5.1: 50 epochs of 200 training sequences, one update per sequence (Alg. 1).
-        paper_scale=("stop.training_iteration=10000", "checkpoint.frequency=200"),
+        # 003 §5.1: 50 epochs of 200 training sequences, one update per sequence (Alg. 1);
+        # the non-streaming set is fixed before training (§5.1.1) and replayed each epoch.
+        paper_scale=(
+            "stop.training_iteration=10000",
+            "checkpoint.frequency=200",
+            "algorithm.extra.learner_config_dict.reinforce.training_sequences=200",
+        ),
     ),
     Setting(
         "003",

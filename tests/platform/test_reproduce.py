@@ -202,6 +202,9 @@ def test_the_paper_scale_is_the_papers_setting() -> None:
     assert config("002", "dqn", "paper").algorithm.name == "DQN"
     # 003 §5.1: 50 epochs x 200 sequences, one update each; 004 §4: 5000 epochs.
     assert config("003", "reinforce", "paper").stop.criteria()["training_iteration"] == 10000
+    # ... replaying a fixed set of 200 training sequences (§5.1.1), not a fresh one each.
+    protocol = config("003", "reinforce", "paper").algorithm.extra["learner_config_dict"]
+    assert protocol["reinforce"]["training_sequences"] == 200
     assert config("004", "sierra", "paper").stop.criteria()["training_iteration"] == 5000
     reinforce = config("004", "sierra", "small").algorithm.extra["learner_config_dict"]
     assert reinforce["reinforce"]["episodes_per_sequence"] == 24  # M kept at small scale

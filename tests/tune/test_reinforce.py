@@ -5,6 +5,7 @@ RL-TAPS and for CuSH's two networks, each at its own learning rate."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -113,6 +114,7 @@ def test_settings_are_validated() -> None:
         ({"head_lr": {"job": 1e-3}}, "has the heads joint"),
         ({"returns": "cush", "head_lr": {"job": 2.0}}, r"in \(0, 1\)"),
         ({"episodes": 3}, "unknown key"),
+        ({"training_sequences": 0}, "training_sequences must be an integer >= 1"),
     ]
     for data, message in bad:
         with pytest.raises(ValueError, match=message):
@@ -235,6 +237,33 @@ def test_rl_taps_samples_whole_groups_and_takes_one_reinforce_step(ray_local) ->
     assert not torch.equal(before["hidden.0.weight"], after["hidden.0.weight"])
     for name in ("critic_hidden.0.weight", "critic_out.weight"):
         assert torch.equal(before[name], after[name])
+
+
+@pytest.mark.integration
+def test_a_fixed_training_set_is_replayed_epoch_after_epoch(ray_local) -> None:
+    """003's non-streaming protocol: 3 training sequences, 2 an update. Over three
+    updates (two epochs) each sequence is played in each epoch, every time with the
+    same jobs (the same first state), and no fourth sequence appears."""
+    spec = copy.deepcopy(TINY_RLTAPS)
+    spec["algorithm"]["extra"]["learner_config_dict"]["reinforce"]["training_sequences"] = 3
+    algo = algorithm_config(config_from_dict(spec), seed=0).build_algo()
+    try:
+        played = [algo.env_runner.sample() for _ in range(3)]
+    finally:
+        algo.stop()
+    order = []
+    firsts: dict[int, list] = {}
+    for episodes in played:
+        for episode in episodes[::3]:  # one of each group of E = 3
+            order.append(episode.custom_data[SEQUENCE_KEY])
+        for episode in episodes:
+            firsts.setdefault(episode.custom_data[SEQUENCE_KEY], []).append(
+                episode.get_observations(0)
+            )
+    assert sorted(order[:3]) == [1, 2, 3] and sorted(order[3:]) == [1, 2, 3]
+    for states in firsts.values():
+        assert len(states) == 6 and all(np.array_equal(states[0], s) for s in states[1:])
+    assert not np.array_equal(firsts[1][0], firsts[2][0])
 
 
 @pytest.mark.integration
