@@ -149,24 +149,24 @@ def log_or_keep(
     (default :data:`tune.mlflow_retry.RETRY_FOR_S` from now); when it fails, keep the
     results under ``$PODSCHED_RESULTS/unlogged-evaluations/`` instead, say where in one
     line and return 1."""
-    from tune.mlflow_retry import outage_errors
-    from tune.paths import unlogged_evaluations_folder
-    from tune.runs import log_evaluation_runs
+    from tune.runs import log_evaluation_or_keep
 
-    try:
-        log_evaluation_runs(
-            experiment,
-            tracking_uri,
-            table,
-            info,
-            params={"checkpoint": checkpoint},
-            deadline=deadline,
-        )
-    except outage_errors() as error:
-        kept = unlogged_evaluations_folder()
-        kept.mkdir(parents=True, exist_ok=True)
-        path = kept / f"{experiment.name}.json"
+    def keep(folder: Path) -> Path:
+        path = folder / f"{experiment.name}.json"
         path.write_text(json.dumps(json_safe(payload)))
+        return path
+
+    failure = log_evaluation_or_keep(
+        experiment,
+        tracking_uri,
+        table,
+        info,
+        {"checkpoint": checkpoint},
+        keep,
+        deadline=deadline,
+    )
+    if failure is not None:
+        path, error = failure
         print(
             f"evaluate.py: error: the evaluation runs were not logged to {tracking_uri} "
             f"({type(error).__name__}); the results are in {path}",

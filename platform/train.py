@@ -63,7 +63,6 @@ from tune.paths import (
     default_storage,
     local_folder,
     resolve_storage,
-    unlogged_evaluations_folder,
 )
 from tune.runs import BEST_METRIC, checkpoint_folder
 from tune.worker_env import bound_spin_waits
@@ -289,7 +288,7 @@ def log_evaluation(
     from result_plots import plot_jct_cdfs, plot_learning_curve
 
     from tune.evaluation import summary
-    from tune.runs import log_evaluation_runs
+    from tune.runs import log_evaluation_or_keep
 
     info = summary(experiment, table) if info is None else info
     with tempfile.TemporaryDirectory() as folder:
@@ -322,22 +321,17 @@ def log_evaluation(
             # Which candidate was evaluated and why: every candidate's validation avg JCT.
             (out / "validation.json").write_text(json.dumps(info["validation"], indent=1))
         seeds = ",".join(map(str, experiment.evaluation.seeds))
-        from tune.mlflow_retry import outage_errors
-
-        try:
-            log_evaluation_runs(
-                experiment,
-                tracking_uri,
-                table,
-                info,
-                params={"evaluation.seeds": seeds},
-                artifacts=sorted(out.iterdir()),
-            )
-        except outage_errors() as error:
-            # The comparison took minutes to play: keep what would have been logged.
-            kept = unlogged_evaluations_folder()
-            shutil.copytree(out, kept / experiment.name)
-            raise EvaluationNotLoggedError(kept / experiment.name, error) from error
+        failure = log_evaluation_or_keep(
+            experiment,
+            tracking_uri,
+            table,
+            info,
+            {"evaluation.seeds": seeds},
+            lambda folder: Path(shutil.copytree(out, folder / experiment.name)),
+            artifacts=sorted(out.iterdir()),
+        )
+        if failure is not None:
+            raise EvaluationNotLoggedError(*failure) from failure[1]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -612,13 +612,14 @@ def _multiple(value: float, step: float) -> bool:
     return abs(ratio - round(ratio)) < 1e-9
 
 
-def quantized_ints(low: int, high: int, step: float) -> list[int]:
+def quantized_ints(low: int, high: int, step: float) -> range:
     """The values Tune's ``qrandint(low, high, step)`` draws: the multiples of ``step`` in
-    ``[low, high]``, the top excluded for ``step`` 1 (Tune's rule)."""
+    ``[low, high]``, the top excluded for ``step`` 1 (Tune's rule). A range, never a list:
+    ``[0, 10**9, 1]`` is a valid space."""
     step_int = int(step)
     first = -(-low // step_int) * step_int
     top = high - 1 if step_int == 1 else high
-    return list(range(first, top + 1, step_int)) if step_int >= 1 else []
+    return range(first, top + 1, step_int)
 
 
 @dataclass(frozen=True)

@@ -153,33 +153,24 @@ FIGURES: tuple[PaperFigure, ...] = (
     # 000 (Ryu & Eo) §V-B, Fig. 5: "Comparing average JCT to SRTF and LAS, RL-base
     # (RL-Hybrid) achieves 15.4% (12.1%) and 18.2% (15.1%) reduction"; p90 16.4% and 20.7%
     # for both.
-    *_reductions(
-        "000", "rl-base", "RL-base", {"SRTF": ("srtf", 15.4), "LAS": ("las", 18.2)}, "§V-B Fig. 5"
-    ),
-    *_reductions(
-        "000",
-        "rl-base",
-        "RL-base",
-        {"SRTF": ("srtf", 16.4), "LAS": ("las", 20.7)},
-        "§V-B Fig. 5",
-        metric="p90_jct",
-        label="p90 JCT reduction",
-    ),
-    *_reductions(
-        "000",
-        "rl-hybrid",
-        "RL-Hybrid",
-        {"SRTF": ("srtf", 12.1), "LAS": ("las", 15.1)},
-        "§V-B Fig. 5",
-    ),
-    *_reductions(
-        "000",
-        "rl-hybrid",
-        "RL-Hybrid",
-        {"SRTF": ("srtf", 16.4), "LAS": ("las", 20.7)},
-        "§V-B Fig. 5",
-        metric="p90_jct",
-        label="p90 JCT reduction",
+    *(
+        figure
+        for setting, name, average in (
+            ("rl-base", "RL-base", {"SRTF": ("srtf", 15.4), "LAS": ("las", 18.2)}),
+            ("rl-hybrid", "RL-Hybrid", {"SRTF": ("srtf", 12.1), "LAS": ("las", 15.1)}),
+        )
+        for figure in (
+            *_reductions("000", setting, name, average, "§V-B Fig. 5"),
+            *_reductions(
+                "000",
+                setting,
+                name,
+                {"SRTF": ("srtf", 16.4), "LAS": ("las", 20.7)},
+                "§V-B Fig. 5",
+                metric="p90_jct",
+                label="p90 JCT reduction",
+            ),
+        )
     ),
     # 001 (Zhao & Wu) §VI-B Fig. 7 (fat-tree, uniform 15 jobs/interval): "at least 24.3%
     # improvement in terms of average JCT as compared to all baselines"; §VI-D Fig. 9:

@@ -10,6 +10,7 @@ the same metric names, so the MLflow UI compares them side by side.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +148,32 @@ def evaluation_run_name(policy: str, seeds: list[int]) -> str:
     if len(seeds) == 1:
         return f"eval-{policy}-seed{seeds[0]}"
     return f"eval-{policy}-seeds{seeds[0]}-{seeds[-1]}"
+
+
+def log_evaluation_or_keep(
+    experiment: ExperimentConfig,
+    tracking_uri: str,
+    table: dict[str, dict[str, Any]],
+    info: dict[str, Any],
+    params: dict[str, str],
+    keep: Callable[[Path], Path],
+    artifacts: list[Path] | None = None,
+    deadline: Deadline | None = None,
+) -> tuple[Path, BaseException] | None:
+    """:func:`log_evaluation_runs`; None once logged. When the tracking server stays
+    unreachable, ``keep(folder)`` saves what would have been logged under a new
+    ``$PODSCHED_RESULTS/unlogged-evaluations/<time>`` folder (:mod:`tune.paths`), and what
+    it saved is returned with the error: an evaluation took minutes to play."""
+    from tune.mlflow_retry import outage_errors
+    from tune.paths import unlogged_evaluations_folder
+
+    try:
+        log_evaluation_runs(experiment, tracking_uri, table, info, params, artifacts, deadline)
+    except outage_errors() as error:
+        folder = unlogged_evaluations_folder()
+        folder.mkdir(parents=True, exist_ok=True)
+        return keep(folder), error
+    return None
 
 
 def log_evaluation_runs(

@@ -87,7 +87,7 @@ import numpy as np
 from gymnasium import spaces
 
 from envs.base import ConfiguredEnv, scalar_metrics
-from envs.sced2.baselines import SCED2_BASELINES, run_sced2_baseline, window_choice
+from envs.sced2.baselines import SCED2_BASELINES, run_trace, window_choice
 from envs.sced2.command import COMMAND
 from envs.sced2.config import Sced2Config
 from envs.sced2.core import Sced2Core
@@ -122,22 +122,12 @@ class Sced2Env(ConfiguredEnv):
     def _simulated_episode(cls, policy: str, seed: int, config: dict[str, Any]) -> dict[str, Any]:
         """The trace ``reset(seed=seed)`` draws, simulated whole under ``policy``."""
         settings = Sced2Config.from_dict(config)
-        played = run_sced2_baseline(
-            policy,
-            seed=seed,
-            num_jobs=settings.num_jobs,
-            workload=settings.workload,
-            interval_scale=settings.interval_scale,
-            servers=settings.servers,
-            gpus_per_server=settings.gpus_per_server,
-            workload_options=settings.workload_options,
+        trace = run_trace(
+            settings, generate_workload(settings, np.random.default_rng(seed)), policy
         )
-        (trace,) = played["traces"]
         # A simulation earns no RL reward, and runs every job to its end.
         metrics: dict[str, Any] = {"episode_return": float("nan"), "truncated": 0.0}
-        metrics.update(
-            scalar_metrics({key: value for key, value in trace.items() if key != "seed"})
-        )
+        metrics.update(scalar_metrics(trace))
         return metrics
 
     _jobs: Workload | None

@@ -165,9 +165,8 @@ class Preemptor:
         # Per placement key, whether the screen answers its jobs (see _screen).
         num_keys = int(self.job_keys.max()) + 1 if len(self.job_keys) else 0
         self._key_classified = np.zeros(num_keys, dtype=bool)
-        # Per placement key, (servers, locality level) of its job placed alone: a dict for
-        # one job at a time, arrays (-1: not known yet) for many (see _alone_span).
-        self._alone: dict[int, tuple[int, int]] = {}
+        # Per placement key, (servers, locality level) of its job placed alone (-1: not
+        # known yet; see _alone_span).
         self._alone_servers = np.full(num_keys, -1, dtype=np.int64)
         self._alone_level = np.full(num_keys, -1, dtype=np.int64)
         # Per placement key of alike tasks, the most of them one empty server holds.
@@ -463,14 +462,12 @@ class Preemptor:
         """``(servers, locality level)`` of the placement's answer for ``job`` on the
         empty cluster (cached per placement key)."""
         key = int(self.job_keys[job])
-        span = self._alone.get(key)
-        if span is None:
+        if self._alone_servers[key] < 0:
             groups = self.placement.place(sim, job, view.emptied())
             assert groups is not None, "a job that never fits reached the scheduler"
             spanned = sim.cluster.group_server[groups]
-            span = (len(np.unique(spanned)), locality_levels(sim.cluster).span_level(spanned))
-            self._alone[key] = span
-            self._alone_servers[key], self._alone_level[key] = span
+            self._alone_servers[key] = len(np.unique(spanned))
+            self._alone_level[key] = locality_levels(sim.cluster).span_level(spanned)
             if sim.num_ps[job] == 0:
                 cluster = sim.cluster
                 most = server_capacity(
@@ -481,7 +478,7 @@ class Preemptor:
                     float(sim.worker_cpus[job]),
                 )
                 self._server_most[key] = int(min(most.max(), sim.num_workers[job]))
-        return span
+        return int(self._alone_servers[key]), int(self._alone_level[key])
 
     def _alone_spans(
         self, sim: Simulator, view: ClusterView, jobs: np.ndarray
