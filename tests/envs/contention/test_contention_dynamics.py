@@ -100,6 +100,25 @@ def test_a_pair_sharing_node_ports_matches_the_bandwidth_sharing_formula() -> No
     assert env.core.sim.contention[0] == pytest.approx(traffic_cs("FSDP", partners))
 
 
+def test_avg_contention_is_each_jobs_time_weighted_cs() -> None:
+    """FSDP and a MoE twice as long share nodes 0 and 1 from t = 0: both run at the pair's
+    CS c (1 + the product of their duties) until FSDP ends at F_A; MoE then runs alone
+    (CS 1) until F_B. Per job, CS weighted by time: c for FSDP, (c F_A + (F_B - F_A)) / F_B
+    for MoE; the episode reports their mean."""
+    env = ContentionEnv(jobs=[job("FSDP", 8), job("MoE", 8, 7200)])
+    env.reset(seed=0)
+    env.step(env.action_for(0, [0, 1]))
+    observation, _, terminated, truncated, _ = env.step(env.action_for(1, [0, 1]))
+    while not (terminated or truncated):
+        wait = int(np.flatnonzero(observation["action_mask"])[-1])
+        observation, _, terminated, truncated, info = env.step(wait)
+    pair = traffic_cs("FSDP", [duty("MoE")])
+    first, last = env.core.sim.finish_time
+    assert 0 < first < last
+    moe = (pair * first + (last - first)) / last
+    assert info["episode"]["avg_contention"] == pytest.approx((pair + moe) / 2, rel=1e-9)
+
+
 def test_contention_sensitivity_depends_on_the_model_and_the_co_location() -> None:
     # 000 Fig. 1: the more of its step a job communicates, the more a partner costs it.
     cs = {model: co_locate(model, "FSDP", [0, 1]) for model in MODELS}

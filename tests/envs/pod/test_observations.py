@@ -25,6 +25,7 @@ SETTINGS = {
         "topology_params": {"k": 4},
         "server": "mixed",
         "workload_params": {"rate": 10.0},
+        "job_times": True,
     },
 }
 
@@ -65,26 +66,63 @@ def reference(env: PodSchedulingEnv, agent: int) -> dict[str, np.ndarray]:
                 features[builder.group_target[group], column] += 1.0
     graph = part.graph
     edge_attr = np.zeros((layout.max_edges, 3), dtype=np.float32)
+    # An edge of the view merges parallel links: their bandwidths add up (over the
+    # fabric's fastest link), its tier is theirs (over the deepest tier).
+    fastest = np.float32(cluster.link_gbps.max())
+    deepest = np.float32(max(len(cluster.link_tier_names) - 1, 1))
     for edge in range(graph.view.num_edges):
         links = graph.view.edge_link_ids[
             graph.view.edge_link_offsets[edge] : graph.view.edge_link_offsets[edge + 1]
         ]
         edge_attr[edge] = (
-            graph.edge_attr_static[edge, 0],
+            np.float32(sum(float(cluster.link_gbps[link]) for link in links)) / fastest,
             sim.link_jobs[links].mean(),
-            graph.edge_attr_static[edge, 1],
+            np.float32(cluster.link_tier[links[0]]) / deepest,
         )
     models = np.zeros((env.config.max_jobs, builder.num_models), dtype=np.float32)
     demand = np.zeros((env.config.max_jobs, builder.demand_size), dtype=np.float32)
     for slot, (job, _) in enumerate(slots):
         models[slot, sim.workload.model[job]] = 1.0
-        demand[slot] = builder._demand_table[job]
+        # Task counts over 8, GPUs over the largest target's, cores over the largest
+        # target's; workers first, then parameter servers.
+        demand[slot, :6] = (
+            sim.num_workers[job] / 8,
+            sim.worker_gpus[job] / builder.gpu_scale,
+            sim.worker_cpus[job] / builder.core_scale,
+            sim.num_ps[job] / 8,
+            sim.ps_gpus[job] / builder.gpu_scale,
+            sim.ps_cpus[job] / builder.core_scale,
+        )
+        if builder.time_columns:
+            done_s = sim.work_done[job] * sim.compute_time[job] / sim.num_workers[job]
+            remaining = max(sim.ideal_duration[job] - done_s, 0.0)
+            demand[slot, 6] = np.log1p(remaining / env.config.interval_s)
     return {
         "node_features": features,
         "edge_attr": edge_attr,
         "jobs_model": models,
         "jobs_demand": demand,
     }
+
+
+@pytest.mark.parametrize(("level", "gpus", "cores"), [("device", 2, 8), ("server", 4, 16)])
+def test_feature_scales_are_the_largest_targets_room(level: str, gpus: int, cores: int) -> None:
+    """Power8 servers hold 2 GPU groups of 2 GPUs and 2 sockets of 8 cores: a device
+    target (a group and its socket) holds at most 2 GPUs and 8 cores, a server 4 and 16.
+    The fat-tree's fastest link is the 300 Gb/s QPI of tier 4 (of server-edge 0,
+    edge-aggregation 1, aggregation-core 2, PCIe 3, QPI 4): a pod's inner graph has
+    server-edge links of 10 Gb/s, PCIe of 128 and QPI of 300, and its two 20 Gb/s uplinks
+    from an edge switch merge into one edge of 40 (the pod's aggregation switches are one
+    node of the view)."""
+    env = PodSchedulingEnv(num_jobs=4, level=level)
+    assert (env.builder.gpu_scale, env.builder.core_scale) == (gpus, cores)
+    if level == "device":
+        graph = env.layout.partitions[0].graph
+        pairs = {tuple(row) for row in graph.edge_attr_static[: graph.view.num_edges].tolist()}
+        expected = {(10 / 300, 0.0), (40 / 300, 0.25), (128 / 300, 0.75), (1.0, 1.0)}
+        assert len(pairs) == len(expected)
+        for bandwidth, tier in expected:
+            assert any(abs(b - bandwidth) < 1e-7 and t == tier for b, t in pairs), (bandwidth, tier)
 
 
 @pytest.mark.parametrize("setting", sorted(SETTINGS))

@@ -166,5 +166,10 @@ def test_incremental_state_equals_a_recount(seed, topology):
     fast, plain = (sim.timeline.arrays() for sim in simulators)
     assert fast.keys() == plain.keys()
     for field in plain:
-        np.testing.assert_array_equal(fast[field], plain[field], err_msg=field)
-    np.testing.assert_array_equal(simulators[0].finish_time, simulators[1].finish_time)
+        if np.issubdtype(plain[field].dtype, np.floating):
+            # Times and means reached by different sums (the one-worker shortcut, the
+            # recount's own fragmentation): equal up to float rounding, not to the bit.
+            np.testing.assert_allclose(fast[field], plain[field], rtol=1e-12, err_msg=field)
+        else:
+            np.testing.assert_array_equal(fast[field], plain[field], err_msg=field)
+    np.testing.assert_allclose(simulators[0].finish_time, simulators[1].finish_time, rtol=1e-12)
