@@ -778,6 +778,7 @@ class ExperimentConfig:
                     "held-out seeds"
                 )
         self.evaluation.baselines_for(self.environment.name)  # a bad name fails before Ray
+        self._check_job_credit_horizon()
         if self.warm_start is not None:
             self._check_warm_start(self.warm_start)
             validation = self.evaluation.validation_seeds
@@ -787,6 +788,36 @@ class ExperimentConfig:
                     "significantly better than the warm start on one workload, so the warm "
                     "start would always be evaluated; give two or more seeds, or set "
                     "evaluation.selection_confidence: 0 (the lowest mean)"
+                )
+
+    def _check_job_credit_horizon(self) -> None:
+        """``credit: job`` charges a job's whole running time to the steps that placed it
+        (envs/pod/credit.py). Discounting then makes a placement deferred by k steps look
+        ``1 - (gamma * lambda_)**k`` of that cost cheaper than placing now -- a bias toward
+        waiting that no real saving pays for (measured on contended: episodes 5x longer and
+        the return falling over 48 PPO iterations at gamma 0.99, lambda_ 0.95). Only
+        undiscounted returns (gamma 1; lambda_ 1 for PPO/APPO, whose advantages otherwise
+        weigh the later placement by lambda_**k through a critic that cannot cancel it)
+        compare a deferral with its real cost."""
+        credits = {self.environment.config.get("credit", "round")}
+        space = self.sweep.space if self.sweep is not None else {}
+        choices = space.get("environment.config.credit")
+        if isinstance(choices, dict):
+            credits |= {value for values in choices.values() for value in values or ()}
+        if "job" not in credits:
+            return
+        horizon = [("gamma", self.algorithm.gamma)]
+        if self.algorithm.name in POLICY_GRADIENT:
+            horizon.append(("lambda_", self.algorithm.lambda_))
+        for key, value in horizon:
+            swept = f"algorithm.{key}" in space
+            if value != 1 or swept:
+                given = f"sweeping algorithm.{key}" if swept else f"algorithm.{key}={value}"
+                raise ConfigError(
+                    f"environment.config.credit: job charges a job's running time to the "
+                    f"steps that placed it, and {given} discounts it: deferring a placement "
+                    f"would look cheaper than it is; set algorithm.{key}: 1.0 (not swept), "
+                    "or use credit: round"
                 )
 
     def _check_warm_start(self, warm_start: WarmStartSection) -> None:

@@ -21,6 +21,12 @@ The re-attribution only moves reward between steps and agents: summed over all a
 steps it equals the paid rewards (to float rounding). Illegal-action penalties stay on their
 steps. RLlib applies it with :func:`tune.credit.credit_rewards_on_episode_end`, which needs
 whole episodes (``batch_mode: complete_episodes``).
+
+A job's whole running time lands on the step that placed it, however far in the future
+that time is spent; so the credited rewards are meant for undiscounted returns. With a
+discount (``gamma`` or GAE's ``lambda`` below 1) a placement deferred by k steps carries
+its cost times (gamma lambda)^k, and waiting looks cheaper than it is: experiment configs
+refuse the combination (``tune.experiment``).
 """
 
 from __future__ import annotations

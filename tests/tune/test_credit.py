@@ -9,13 +9,15 @@ import pytest
 
 from tests.tune.test_rllib_config import SMALL_POD
 from tune.credit import credit_rewards_on_episode_end
-from tune.experiment import config_from_dict
+from tune.experiment import ConfigError, config_from_dict
 from tune.rllib_config import algorithm_config
 
 
 def _credited_pod() -> dict:
     spec = copy.deepcopy(SMALL_POD)
     spec["environment"]["config"].update(reward="jct", credit="job")
+    # Undiscounted, as per-job credit requires (tune.experiment).
+    spec["algorithm"].update(gamma=1.0, lambda_=1.0)
     return spec
 
 
@@ -81,3 +83,38 @@ def test_whole_episode_sampling_draws_new_workloads_at_every_call(ray_local) -> 
         assert workloads(again, 1) == first[:2]
     finally:
         again.stop()
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "sweep", "message"),
+    [
+        ({"gamma": 0.99}, None, r"algorithm.gamma=0.99 discounts it"),
+        ({"gamma": 1.0, "lambda_": 0.95}, None, r"algorithm.lambda_=0.95 discounts it"),
+        (
+            {"gamma": 1.0, "lambda_": 1.0},
+            {"algorithm.gamma": {"uniform": [0.9, 1.0]}},
+            r"sweeping algorithm.gamma discounts it",
+        ),
+    ],
+)
+def test_job_credit_refuses_discounting(algorithm: dict, sweep: dict | None, message: str) -> None:
+    """A placement deferred by k steps would carry its job's running time discounted by
+    (gamma lambda)^k: job credit trains undiscounted only."""
+    spec = _credited_pod()
+    spec["algorithm"].update(algorithm)
+    if sweep is not None:
+        spec["sweep"] = {"space": sweep}
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(spec)
+
+
+def test_a_credit_sweep_including_job_needs_undiscounted_returns() -> None:
+    spec = copy.deepcopy(SMALL_POD)
+    spec["environment"]["config"]["reward"] = "jct"
+    spec["sweep"] = {"space": {"environment.config.credit": {"choice": ["round", "job"]}}}
+    with pytest.raises(ConfigError, match=r"algorithm.gamma=.* discounts it"):
+        config_from_dict(spec)
+    spec["algorithm"].update(gamma=1.0, lambda_=1.0)
+    assert config_from_dict(spec).sweep is not None
+    # Round credit pays each stretch when it happens: discounting is a time preference.
+    assert config_from_dict(SMALL_POD).algorithm.gamma < 1
