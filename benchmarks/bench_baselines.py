@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import platform
 import sys
 import time
@@ -65,6 +66,7 @@ from envs.sim.report import json_safe
 from envs.sim.runner import simulate
 from envs.topology import build_cluster
 from envs.workload import TraceOptions, read_philly
+from tune.cli import OneLineParser, UsageError
 
 PHILLY = Path(__file__).resolve().parents[2] / "shared" / "traces" / "philly.csv"
 DEFAULT_JOBS = 10_000
@@ -355,9 +357,35 @@ def write_payload(
     return path
 
 
-def build_parser() -> argparse.ArgumentParser:
+def check_out(path: Path) -> None:
+    """ValueError unless a file can be written at ``path``: its folder exists (created here
+    when it does not) and is a folder, and ``path`` is not a folder itself. Checked before
+    the simulations, so that their results are never lost to a bad ``--out``."""
+    if path.is_dir():
+        raise ValueError(f"--out {path} is a folder; give a file's path, e.g. {path / 'out.json'}")
+    folder = path.parent
+    existing = next(part for part in (folder, *folder.parents) if part.exists())
+    if not existing.is_dir():
+        raise ValueError(f"--out {path}: {existing} is a file, not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        message = f"--out {path}: cannot create the folder {folder}: {error.strerror}"
+        raise ValueError(message) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {path}: the folder {folder} is not writable")
+
+
+def check_trace(path: Path) -> None:
+    """ValueError unless ``path`` is a file (the Philly CSV)."""
+    if not path.is_file():
+        what = "is a folder" if path.is_dir() else "does not exist"
+        raise ValueError(f"--trace {path} {what}; give the Philly CSV (default {PHILLY})")
+
+
+def build_parser() -> OneLineParser:
     """The options of this benchmark."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="bench_baselines.py",
         description="Issue 20's baselines on Philly against their goals (see the module doc).",
     )
@@ -389,20 +417,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(argv: list[str] | None) -> tuple[argparse.Namespace, int, list[str]]:
+    """The options, the replay's job count and the cases. A bad command line, a missing
+    trace or an ``--out`` that cannot be written: one line, exit 2, before any simulation."""
+    parser = build_parser()
+    args = parser.parse_or_exit([] if argv is None else argv)
+    jobs = QUICK_JOBS if args.quick else args.jobs
+    try:
+        if jobs < 1:
+            raise UsageError(f"--jobs must be >= 1, got {jobs}")
+        if args.cases is None:
+            cases = [case for case in CASES if not (args.quick and case == "full-trace")]
+        else:
+            cases = [name.strip() for name in args.cases.split(",") if name.strip()]
+            unknown = sorted(set(cases) - set(CASES))
+            if unknown or not cases:
+                known = ", ".join(CASES)
+                raise UsageError(f"unknown case(s) {', '.join(unknown)}; known: {known}")
+        check_trace(args.trace)
+        check_out(args.out)
+    except (UsageError, ValueError) as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
+    return args, jobs, cases
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the selected cases, print both tables, write the JSON; return rows and checks."""
-    parser = build_parser()
-    args = parser.parse_args([] if argv is None else argv)
-    jobs = QUICK_JOBS if args.quick else args.jobs
-    if jobs < 1:
-        parser.error(f"--jobs must be >= 1, got {jobs}")
-    if args.cases is None:
-        cases = [case for case in CASES if not (args.quick and case == "full-trace")]
-    else:
-        cases = [name.strip() for name in args.cases.split(",") if name.strip()]
-        unknown = sorted(set(cases) - set(CASES))
-        if unknown or not cases:
-            parser.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(CASES)}")
+    args, jobs, cases = parse(argv)
     rows = run_cases(jobs, cases, args.trace)
     checks = goal_checks(rows)
     print_report(rows, checks)

@@ -234,9 +234,9 @@ def row_of(record: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Measure the selected settings (default all), print the table, write the JSON."""
-    import ray
+    selected = selected_names(argv, list(SETTINGS), "bench_headroom.py", about=__doc__)
+    import ray  # after the selection: --help and a bad name answer at once
 
-    selected = selected_names(argv, list(SETTINGS), "bench_headroom.py")
     # The tables' episodes run as Ray tasks, one per CPU.
     ray.init(include_dashboard=False, log_to_driver=False)
     try:

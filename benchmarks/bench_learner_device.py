@@ -24,7 +24,6 @@ two steps::
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -35,7 +34,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from common import print_table, write_results
+from common import label_argument, positive_int, print_table, write_results
+
+from tune.cli import OneLineParser
 
 # Cases as bench_training.py trains them: the config and the overrides of its case.
 CASES: dict[str, tuple[str, list[str]]] = {
@@ -217,8 +218,15 @@ def time_case(data: Path, case: str, device: torch.device, repeats: int) -> dict
     }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def optional_label(text: str) -> str:
+    """``--label``: empty (no suffix) or a plain file-name part."""
+    return text and label_argument(text)
+
+
+def build_parser() -> OneLineParser:
+    """The command line; a bad value is one line and exit 2 before anything is recorded or
+    timed (:meth:`OneLineParser.parse_or_exit`)."""
+    parser = OneLineParser(prog="bench_learner_device.py", description=__doc__.split("\n\n")[0])
     steps = parser.add_subparsers(dest="step")
     record_step = steps.add_parser("record", help="record minibatches and settings")
     record_step.add_argument("--out", type=Path, required=True)
@@ -227,9 +235,19 @@ def build_parser() -> argparse.ArgumentParser:
     time_step.add_argument("--data", type=Path, required=True)
     time_step.add_argument("--cases", default=",".join(CASES))
     time_step.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1")
-    time_step.add_argument("--threads", type=int, default=2, help="CPU threads (default 2)")
-    time_step.add_argument("--repeats", type=int, default=20)
-    time_step.add_argument("--label", default="", help="suffix of the results file's name")
+    time_step.add_argument(
+        "--threads", type=positive_int, default=2, help="CPU threads, >= 1 (default 2)"
+    )
+    time_step.add_argument(
+        "--repeats", type=positive_int, default=20, help="timed calls per median, >= 1 (default 20)"
+    )
+    time_step.add_argument(
+        "--label",
+        type=optional_label,
+        default="",
+        help="suffix of the results file's name: results/learner_device-LABEL.json "
+        "(letters, digits, '_', '-', '.'; default none)",
+    )
     return parser
 
 
@@ -260,7 +278,7 @@ def time_cases(
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Record and/or time; print the tables; write ``results/learner_device[-label].json``."""
-    args = build_parser().parse_args([] if argv is None else argv)
+    args = build_parser().parse_or_exit([] if argv is None else argv)
     cases = [c for c in getattr(args, "cases", ",".join(CASES)).split(",") if c]
     unknown = sorted(set(cases) - set(CASES))
     if unknown:

@@ -10,13 +10,16 @@ every learned row and the best heuristic (marked ``*``) plus the heuristics the 
 with avg JCT as mean ± 95% Student-t confidence interval over the held-out seeds, p90 JCT,
 CS (mean contention), the difference to the best heuristic, and whether the setting's goal
 is met, and which trained policy was evaluated (with ``evaluation.validation_seeds``:
-every candidate's validation avg JCT); then ``benchmarks/results/learning.json`` with every
-row of every table (settings not run this time keep their last record there).
+every candidate's validation avg JCT); ``benchmarks/results/learning.json``, written after
+each setting, with every row of every table (settings not run this time, or whose training
+failed, keep their last record there). A training run that exits non-zero but still prints
+its JSON result (train.py exits 1 when only the MLflow logging failed) is kept, with a
+warning line and its exit status in the record; one without its result stops the benchmark
+with one line naming the setting (exit 1). ``--help`` lists the settings.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import subprocess
@@ -27,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from common import earlier_records, print_table, selected_names, write_results
+
+from tune.train_output import read_train_output
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "platform" / "train.py"
@@ -102,8 +107,13 @@ def goal_met(setting: Setting, payload: dict[str, Any]) -> bool | None:
     return bool(value <= goal_jct(setting, policies, best))  # False against NaN
 
 
-def train(setting: Setting) -> tuple[dict[str, Any], float]:
-    """Run train.py on the setting's config; its final JSON object and wall-clock seconds."""
+def train(setting: Setting) -> tuple[dict[str, Any], float, int]:
+    """Run train.py on the setting's config; its final JSON object, wall-clock seconds and
+    exit status.
+
+    A non-zero exit with the JSON object still on stdout's last line (train.py exits 1 when
+    only the MLflow logging failed: ``evaluation_unlogged``) keeps the result, with one
+    warning line on stderr; without the object, RuntimeError naming the setting."""
     command = [
         sys.executable,
         str(TRAIN),
@@ -119,18 +129,20 @@ def train(setting: Setting) -> tuple[dict[str, Any], float]:
         command, capture_output=True, text=True, cwd=ROOT, env={**os.environ}, check=False
     )
     elapsed = time.perf_counter() - started
-    if result.returncode != 0:
+    payload, problem = read_train_output(result.stdout, result.returncode)
+    if payload is None or not {"summary", "evaluation"} <= payload.keys():
+        last_error = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
         raise RuntimeError(
-            f"train.py on {setting.name} exited with status {result.returncode}: "
-            f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ''}"
+            f"train.py on {setting.name} exited with status {result.returncode}"
+            + (f": {last_error}" if last_error else " without its JSON result")
         )
-    lines = result.stdout.strip().splitlines()
-    try:
-        return json.loads(lines[-1]), elapsed
-    except (IndexError, json.JSONDecodeError):
-        raise RuntimeError(
-            f"train.py on {setting.name} exited 0 without its JSON result on the last line"
-        ) from None
+    if problem:
+        print(
+            f"bench_learning.py: warning: {setting.name}: {problem}; its result is kept",
+            file=sys.stderr,
+            flush=True,
+        )
+    return payload, elapsed, result.returncode
 
 
 def _hours(seconds: Any) -> str:
@@ -172,8 +184,11 @@ def rows_of(setting: Setting, payload: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def report(setting: Setting, payload: dict[str, Any], wall_s: float) -> dict[str, Any]:
-    """Print the setting's table; return its record for the JSON file."""
+def report(
+    setting: Setting, payload: dict[str, Any], wall_s: float, exit_status: int = 0
+) -> dict[str, Any]:
+    """Print the setting's table; return its record for the JSON file (``exit_status``:
+    train.py's, recorded with where an unlogged evaluation's files are)."""
     rows = rows_of(setting, payload)
     met = goal_met(setting, payload)
     summary = payload["summary"]
@@ -212,6 +227,12 @@ def report(setting: Setting, payload: dict[str, Any], wall_s: float) -> dict[str
         for label, score in validation["avg_jct"].items():
             print(f"  validation avg JCT {_hours(score)} h: {label}")
         print(f"  evaluated: {validation['chosen']}")
+    unlogged = payload.get("evaluation_unlogged")
+    if exit_status != 0:
+        print(
+            f"  train.py exited with status {exit_status}"
+            + (f"; evaluation not logged to MLflow, its files: {unlogged}" if unlogged else "")
+        )
     return {
         "setting": setting.name,
         "goal": setting.goal,
@@ -226,19 +247,23 @@ def report(setting: Setting, payload: dict[str, Any], wall_s: float) -> dict[str
         "checkpoint": payload.get("checkpoint"),
         "validation": validation,
         "lower_bound": bound,
+        "train_exit_status": exit_status,
+        "evaluation_unlogged": unlogged,
         "rows": rows,
     }
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Train and evaluate the selected settings (argv names them; default all); print one
-    table per setting; write ``results/learning.json``."""
-    selected = selected_names(argv, list(SETTINGS), "bench_learning.py")
-    records = []
+    table per setting; write ``results/learning.json`` after each setting, so a later
+    setting's failure loses none of the earlier ones (nor the last records of the rest)."""
+    selected = selected_names(argv, list(SETTINGS), "bench_learning.py", about=__doc__)
+    records: list[dict[str, Any]] = []
     for name in selected:
-        payload, wall_s = train(SETTINGS[name])
-        records.append(report(SETTINGS[name], payload, wall_s))
-    write_results("learning", [*earlier_records("learning", exclude=selected), *records])
+        payload, wall_s, exit_status = train(SETTINGS[name])
+        records.append(report(SETTINGS[name], payload, wall_s, exit_status))
+        done = [record["setting"] for record in records]
+        write_results("learning", [*earlier_records("learning", exclude=done), *records])
     return records
 
 

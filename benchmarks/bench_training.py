@@ -24,8 +24,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import print_table, write_results
+from common import label_argument, positive_int, print_table, write_results
 
+from tune.cli import OneLineParser
 from tune.experiment import load_config
 from tune.rllib_config import algorithm_config
 from tune.worker_env import worker_env_vars
@@ -127,9 +128,25 @@ def measure(
     }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def seed_list(text: str) -> list[int]:
+    """An argparse ``type`` for ``--seeds``: comma-separated non-negative integers, each once."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isdigit() and part.isascii() for part in parts):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give comma-separated non-negative integers, such as 0,1,2"
+        )
+    seeds = [int(part) for part in parts]
+    repeated = [seed for index, seed in enumerate(seeds) if seed in seeds[:index]]
+    if repeated:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: seed {repeated[0]} is named more than once; name each seed once"
+        )
+    return seeds
+
+
+def build_parser() -> OneLineParser:
     """The command line of this benchmark."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="bench_training.py", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--cases",
         default=",".join(CASES),
@@ -137,13 +154,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--iterations",
-        type=int,
+        type=positive_int,
         default=MEASURED_ITERATIONS,
-        help=f"measured iterations (default {MEASURED_ITERATIONS})",
+        help=f"measured iterations, >= 1 (default {MEASURED_ITERATIONS})",
     )
-    parser.add_argument("--label", default="after", help="a label stored with each record")
     parser.add_argument(
-        "--seeds", default="0", help="comma-separated training seeds, each case once per seed"
+        "--label",
+        type=label_argument,
+        default="after",
+        help="a label stored with each record; other than 'after' (the default) it names the "
+        "results file, results/training-LABEL.json (letters, digits, '_', '-', '.')",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=seed_list,
+        default=[0],
+        help="comma-separated training seeds, non-negative and each once; each case runs once "
+        "per seed (default 0)",
     )
     parser.add_argument(
         "--set",
@@ -155,15 +182,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    """Measure the selected cases; print the table; write ``results/training.json``."""
-    import ray
-
-    args = build_parser().parse_args([] if argv is None else argv)
+def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    """The options and the cases; a bad command line is one line and exit 2, before Ray."""
+    parser = build_parser()
+    args = parser.parse_or_exit([] if argv is None else argv)
     cases = [case for case in args.cases.split(",") if case]
     unknown = sorted(set(cases) - set(CASES))
-    if unknown:
-        raise SystemExit(f"bench_training: unknown case(s) {unknown}; known: {list(CASES)}")
+    if unknown or not cases:
+        what = f"unknown case(s) {unknown}" if unknown else "no case named"
+        parser.exit(2, f"{parser.prog}: error: --cases: {what}; known: {list(CASES)}\n")
+    for case in cases:  # a bad --set fails here, not in a trial after Ray started
+        file_name, overrides = CASES[case]
+        try:
+            load_config(CONFIGS / file_name, [*overrides, *args.set])
+        except ValueError as error:
+            parser.exit(2, f"{parser.prog}: error: case {case} with --set {args.set}: {error}\n")
+    return args, cases
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    """Measure the selected cases; print the table; write ``results/training.json``."""
+    args, cases = parse(argv)
+    import ray
+
     session = Path(tempfile.mkdtemp(prefix="bench-training-", dir="/tmp"))
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     # Four logical CPUs on two cores, so that remote env runners (one CPU each) fit beside
@@ -179,10 +220,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         records = [
             {
                 "label": args.label,
-                **measure(case, args.iterations, session / "results", args.set, int(seed)),
+                **measure(case, args.iterations, session / "results", args.set, seed),
             }
             for case in cases
-            for seed in args.seeds.split(",")
+            for seed in args.seeds
         ]
     finally:
         ray.shutdown()

@@ -2,14 +2,47 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import platform
+import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: A results file's name and a ``--label``: one plain part of a file name, no folders.
+NAME_PART = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+NAME_PART_RULE = "letters, digits, '_', '-' and '.' (not first), no '/'"
+
+
+def check_name_part(text: str, what: str) -> str:
+    """``text`` when it is a plain file-name part (:data:`NAME_PART`); else ValueError naming
+    ``what`` it is and what is allowed."""
+    if not NAME_PART.fullmatch(text):
+        raise ValueError(f"{what} {text!r} is not a plain file-name part: use {NAME_PART_RULE}")
+    return text
+
+
+def label_argument(text: str) -> str:
+    """An argparse ``type`` for ``--label``: a plain file-name part (:func:`check_name_part`)."""
+    try:
+        return check_name_part(text, "label")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
 
 
 def best_time(function: Callable[[], Any], repeat: int = 3) -> float:
@@ -34,7 +67,9 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
 
 
 def write_results(name: str, records: list[dict[str, Any]]) -> Path:
-    """Write ``records`` with machine facts to ``benchmarks/results/<name>.json``."""
+    """Write ``records`` with machine facts to ``benchmarks/results/<name>.json``; ValueError
+    when ``name`` is not a plain file-name part (a folder in it, say)."""
+    check_name_part(name, "results name")
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
     payload = {
@@ -61,13 +96,38 @@ def earlier_records(name: str, exclude: list[str], key: str = "setting") -> list
     return [record for record in records if record.get(key) not in exclude]
 
 
-def selected_names(argv: list[str] | None, known: Sequence[str], program: str) -> list[str]:
-    """The names ``argv`` selects (all ``known`` when it names none); SystemExit with the
-    known ones when it names another."""
-    selected = list(known) if not argv else list(argv)
-    unknown = [name for name in selected if name not in known]
+def selected_names(
+    argv: list[str] | None,
+    known: Sequence[str],
+    program: str,
+    about: str = "",
+    kind: str = "setting",
+) -> list[str]:
+    """The names ``argv`` selects, in its order (all ``known`` when it names none).
+
+    ``-h``/``--help``: prints ``about``, the known names and the default, then SystemExit(0).
+    An unknown or a repeated name: one line on stderr, then SystemExit(2), before any work.
+    """
+    names = list(argv or [])
+    if "-h" in names or "--help" in names:
+        print(f"usage: {program} [{kind} ...]\n")
+        if about.strip():
+            print(f"{about.strip()}\n")
+        print(f"{kind}s: {', '.join(known)} (default: all, in that order; each at most once)")
+        raise SystemExit(0)
+    unknown = [name for name in names if name not in known]
     if unknown:
-        raise SystemExit(
-            f"{program}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(known)}"
+        print(
+            f"{program}: unknown {kind}(s) {', '.join(unknown)}; known: {', '.join(known)}",
+            file=sys.stderr,
         )
-    return selected
+        raise SystemExit(2)
+    repeated = [name for index, name in enumerate(names) if name in names[:index]]
+    if repeated:
+        print(
+            f"{program}: {kind}(s) named more than once: {', '.join(dict.fromkeys(repeated))}; "
+            f"name each at most once",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    return names or list(known)

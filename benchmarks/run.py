@@ -10,17 +10,16 @@ import importlib
 import sys
 from pathlib import Path
 
+from common import selected_names
+
 HERE = Path(__file__).resolve().parent
 
 
 def main(argv: list[str]) -> int:
-    """Import and run each selected benchmark module's ``main()``."""
+    """Import and run each selected benchmark module's ``main()``. ``--help``, an unknown or
+    a repeated name: SystemExit before any benchmark runs (see ``common.selected_names``)."""
     available = sorted(path.stem.removeprefix("bench_") for path in HERE.glob("bench_*.py"))
-    selected = argv or available
-    unknown = sorted(set(selected) - set(available))
-    if unknown:
-        print(f"run.py: unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(available)}")
-        return 2
+    selected = selected_names(argv, available, "run.py", about=__doc__, kind="benchmark")
     for name in selected:
         importlib.import_module(f"bench_{name}").main()
     return 0

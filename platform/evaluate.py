@@ -95,6 +95,13 @@ def evaluate(args: argparse.Namespace, overrides: list[str], workdir: Path) -> i
     """Check the config, fetch the policy (into ``workdir``), play and report."""
     try:
         experiment = load_config(args.config, overrides)
+        if args.checkpoint is None and not experiment.evaluation.baselines_for(
+            experiment.environment.name
+        ):
+            raise ConfigError(
+                "nothing to evaluate: give --checkpoint, or baselines (--baselines or the "
+                "config's evaluation.baselines)"
+            )
         from tune.mlflow_tracking import resolve_tracking_uri
         from tune.policy_source import MLFLOW_SCHEMES
         from tune.preflight import check_experiment

@@ -49,6 +49,7 @@ from envs.sim.report import json_safe
 from tune.cli import OneLineParser, UsageError
 from tune.experiment import ConfigError, ExperimentConfig
 from tune.paper_figures import PAPERS
+from tune.paths import resolve_storage
 from tune.reproduction import (
     SCALES,
     Setting,
@@ -58,6 +59,7 @@ from tune.reproduction import (
     format_figure,
     settings_of,
 )
+from tune.train_output import read_train_output
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAIN = ROOT / "platform" / "train.py"
@@ -148,7 +150,8 @@ def train_setting(
     experiment: ExperimentConfig, folder: Path, storage: str | None
 ) -> tuple[dict[str, Any] | None, str, float]:
     """Run train.py on ``experiment`` (written to ``folder``); returns its ``--json``
-    payload (None when it failed), its last stderr line on failure, and the seconds."""
+    payload (None when there is none), what went wrong (empty when nothing did: a payload
+    with a problem is a result whose evaluation MLflow did not take), and the seconds."""
     config_path = folder / f"{experiment.name}.yaml"
     config_path.write_text(yaml.safe_dump(experiment.to_dict(), sort_keys=False))
     command = [sys.executable, str(TRAIN), "--config", str(config_path), "--json"]
@@ -158,10 +161,8 @@ def train_setting(
     # stderr (Tune's progress) goes to the user as it comes; stdout is train.py's JSON.
     process = subprocess.run(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     seconds = time.monotonic() - started
-    lines = process.stdout.strip().splitlines()
-    if process.returncode != 0 or not lines:
-        return None, f"train.py exited with status {process.returncode}", seconds
-    return json.loads(lines[-1]), "", seconds
+    payload, problem = read_train_output(process.stdout, process.returncode)
+    return payload, problem, seconds
 
 
 def nest_new_runs(tracking_uri: str, since_ms: int, parent_run_id: str, skip: set[str]) -> int:
@@ -296,7 +297,7 @@ def reproduce_paper(
             "experiment": experiment.name,
             "budget": spent,
             "seconds": round(seconds, 1),
-            "status": "FINISHED" if payload is not None else "FAILED",
+            "status": "FINISHED" if payload is not None and not error else "FAILED",
         }
         metrics: dict[str, float] = {}
         if payload is not None:
@@ -319,10 +320,10 @@ def reproduce_paper(
             for row, values in comparison.rows.items():
                 for key, value in values.items():
                     metrics[metric_key(f"{row}/{key}")] = value
-        else:
+        if error:
             entry["error"] = error
             log(f"{paper} {setting.name}: {error}")
-        finish_run(tracking_uri, child, metrics, "FINISHED" if payload is not None else "FAILED")
+        finish_run(tracking_uri, child, metrics, entry["status"])
         results.append(entry)
     report = {"paper": paper, "scale": args.scale, "parent_run_id": parent, "settings": results}
     table = folder / f"reproduce-{paper}-{args.scale}.md"
@@ -410,6 +411,10 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         settings = chosen_settings(args)
         configs = build_all(settings, args.scale, args.set, args.tracking_uri)
+        if args.storage and not args.dry_run:
+            # Every setting's train.py would refuse it, one after another, after MLflow
+            # runs were opened for them.
+            args.storage = resolve_storage(args.storage)
     except (UsageError, ConfigError, ValueError) as error:
         print(f"reproduce.py: error: {error}", file=sys.stderr)
         return 2
@@ -421,12 +426,25 @@ def main(argv: list[str] | None = None) -> int:
             for key, entry in shown.items():
                 print(f"{key}: {entry['config']['name']} -- checked")
         return 0
-    from tune.mlflow_tracking import resolve_tracking_uri, ui_command
+    from tune.mlflow_retry import outage_errors
+    from tune.mlflow_tracking import experiment_id, quick_http, resolve_tracking_uri, ui_command
 
     try:
         tracking_uri = resolve_tracking_uri(next(iter(configs.values())))
+        # Every setting's runs hang under a parent run: a store that cannot be reached
+        # would otherwise surface minutes later, from MLflow's retries, as a traceback.
+        with quick_http():
+            experiment_id(tracking_uri, EXPERIMENT)
     except ConfigError as error:
         print(f"reproduce.py: error: {error}", file=sys.stderr)
+        return 2
+    except outage_errors() as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        print(
+            f"reproduce.py: error: MLflow at {tracking_uri} cannot be reached ({reason[:200]}); "
+            "start it or choose another --tracking-uri",
+            file=sys.stderr,
+        )
         return 2
     reports = []
     with tempfile.TemporaryDirectory(prefix="reproduce-") as scratch:

@@ -255,6 +255,17 @@ def _knob_text(knob: float | None) -> str:
     return "off" if knob is None else f"{knob:g}"
 
 
+def _seed(text: str) -> int:
+    """An argparse type: a seed, an integer >= 0 (numpy's generators take no other)."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if seed < 0:
+        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {text!r}")
+    return seed
+
+
 def _option_value(text: str) -> tuple[str, Any]:
     key, separator, raw = text.partition("=")
     if not separator or not key:
@@ -314,7 +325,12 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--jobs", type=int, help="number of jobs to generate, or to keep from the trace's start"
     )
-    group.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    group.add_argument(
+        "--seed",
+        type=_seed,
+        default=0,
+        help="seed of every random draw, an integer >= 0 (default 0)",
+    )
     group.add_argument(
         "--workload-arg",
         type=_option_value,
@@ -470,8 +486,17 @@ def command_run(args: argparse.Namespace) -> int:
         )
     if not args.min_run >= 0:
         raise UsageError(f"--min-run must be >= 0 seconds, got {args.min_run}")
-    for option, path in (("--plot", args.plot), ("--csv", args.csv), ("--jobs-csv", args.jobs_csv)):
+    outputs = (("--plot", args.plot), ("--csv", args.csv), ("--jobs-csv", args.jobs_csv))
+    for option, path in outputs:
         _check_output_path(option, path)
+    given = [(option, Path(path).resolve()) for option, path in outputs if path]
+    for index, (option, path) in enumerate(given):
+        for other, other_path in given[index + 1 :]:
+            if path == other_path:
+                raise UsageError(
+                    f"{option} and {other} both name {path}: the second would overwrite the "
+                    "first; give each output its own file"
+                )
     preemption = PreemptionSettings(
         enabled=not args.no_preemption,
         min_run_s=args.min_run,
@@ -662,7 +687,7 @@ def add_describe_command(commands: Any) -> None:
     )
     add_topology_arguments(describe)
     describe.add_argument(
-        "--seed", type=int, default=0, help="seed for placing mixed servers (default 0)"
+        "--seed", type=_seed, default=0, help="seed for placing mixed servers, >= 0 (default 0)"
     )
     describe.add_argument("--json", action="store_true", help="print one JSON object")
     describe.add_argument(

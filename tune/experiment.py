@@ -94,6 +94,33 @@ def _positive_int(where: str, value: Any, minimum: int = 1) -> None:
         raise ConfigError(f"{where} must be an integer >= {minimum}, got {value!r}")
 
 
+def _seed_list(where: str, value: Any, repeat_means: str, *, empty: bool = False) -> None:
+    """``value`` must be a list of distinct integers >= 0 (non-empty unless ``empty``);
+    ``repeat_means`` says what a repeated seed would do."""
+    if (
+        not isinstance(value, list)
+        or (not value and not empty)
+        or any(isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 for seed in value)
+    ):
+        kind = "a list" if empty else "a non-empty list"
+        raise ConfigError(f"{where} must be {kind} of integers >= 0, got {value!r}")
+    repeated = sorted({seed for seed in value if value.count(seed) > 1})
+    if repeated:
+        raise ConfigError(f"{where} repeats {repeated}: {repeat_means}")
+
+
+def _real(where: str, value: Any, low: float, high: float, *, open_low: bool = False) -> None:
+    """``value`` must be a real number in [low, high] (``(low, high]`` if ``open_low``)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not (low < value if open_low else low <= value)
+        or not value <= high
+    ):
+        bracket = "(" if open_low else "["
+        raise ConfigError(f"{where} must be a number in {bracket}{low}, {high}], got {value!r}")
+
+
 @dataclass(frozen=True)
 class EnvironmentSection:
     """The environment by name and its keyword configuration."""
@@ -166,8 +193,13 @@ class AlgorithmSection:
                 f"algorithm.minibatch_size ({self.minibatch_size}) must not exceed "
                 f"algorithm.train_batch_size ({self.train_batch_size})"
             )
-        if not self.entropy_coeff >= 0:
-            raise ConfigError(f"algorithm.entropy_coeff must be >= 0, got {self.entropy_coeff}")
+        _real("algorithm.entropy_coeff", self.entropy_coeff, 0, math.inf)
+        _real("algorithm.clip_param", self.clip_param, 0, math.inf, open_low=True)
+        _real("algorithm.lambda_", self.lambda_, 0, 1)
+        if not isinstance(self.extra, dict):
+            raise ConfigError(
+                f"algorithm.extra must be a mapping of RLlib training settings, got {self.extra!r}"
+            )
         if self.min_env_steps_per_iteration is not None:
             _positive_int("algorithm.min_env_steps_per_iteration", self.min_env_steps_per_iteration)
 
@@ -337,26 +369,12 @@ class EvaluationSection:
     selection_confidence: float = DEFAULT_SELECTION_CONFIDENCE
 
     def __post_init__(self) -> None:
-        if not self.seeds or any(
-            isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 for seed in self.seeds
-        ):
-            raise ConfigError(f"evaluation.seeds must be non-negative integers, got {self.seeds!r}")
-        if not isinstance(self.validation_seeds, list) or any(
-            isinstance(seed, bool) or not isinstance(seed, int) or seed < 0
-            for seed in self.validation_seeds
-        ):
-            raise ConfigError(
-                "evaluation.validation_seeds must be a list of non-negative integers, "
-                f"got {self.validation_seeds!r}"
-            )
-        for key in ("seeds", "validation_seeds"):
-            seeds = getattr(self, key)
-            repeated = sorted({seed for seed in seeds if seeds.count(seed) > 1})
-            if repeated:
-                raise ConfigError(
-                    f"evaluation.{key} repeats {repeated}: each seed is one workload, and a "
-                    "repeated one would count twice in the means and narrow their intervals"
-                )
+        twice = (
+            "each seed is one workload, and a repeated one would count twice in the means "
+            "and narrow their intervals"
+        )
+        _seed_list("evaluation.seeds", self.seeds, twice)
+        _seed_list("evaluation.validation_seeds", self.validation_seeds, twice, empty=True)
         overlap = sorted(set(self.seeds) & set(self.validation_seeds))
         if overlap:
             raise ConfigError(
@@ -369,14 +387,20 @@ class EvaluationSection:
                     f"evaluation.baselines must be a list of names or '{ALL_BASELINES}', "
                     f"got {self.baselines!r}"
                 )
-        elif self.baselines is not None and (
-            not isinstance(self.baselines, list)
-            or not all(isinstance(name, str) for name in self.baselines)
-        ):
-            raise ConfigError(
-                f"evaluation.baselines must be a list of names or '{ALL_BASELINES}', "
-                f"got {self.baselines!r}"
-            )
+        elif self.baselines is not None:
+            if not isinstance(self.baselines, list) or not all(
+                isinstance(name, str) for name in self.baselines
+            ):
+                raise ConfigError(
+                    f"evaluation.baselines must be a list of names or '{ALL_BASELINES}', "
+                    f"got {self.baselines!r}"
+                )
+            repeated = sorted({name for name in self.baselines if self.baselines.count(name) > 1})
+            if repeated:
+                raise ConfigError(
+                    f"evaluation.baselines repeats {', '.join(repeated)}: a heuristic named "
+                    "twice would play each seed twice and narrow its interval"
+                )
         if not isinstance(self.greedy, bool):
             raise ConfigError(f"evaluation.greedy must be true or false, got {self.greedy!r}")
         confidence = self.selection_confidence
@@ -760,10 +784,7 @@ class ExperimentConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"name must be a non-empty string, got {self.name!r}")
-        if not self.seeds or any(
-            isinstance(seed, bool) or not isinstance(seed, int) or seed < 0 for seed in self.seeds
-        ):
-            raise ConfigError(f"seeds must be a list of integers >= 0, got {self.seeds!r}")
+        _seed_list("seeds", self.seeds, "each seed is one trial; a repeated one trains twice")
         # RLlib seeds a runner's first episodes seed + runner index + environment index:
         # those workloads are trained on too.
         spread = self.resources.num_env_runners + self.resources.num_envs_per_env_runner
@@ -978,12 +999,22 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
     """Read a YAML experiment config, apply overrides, validate."""
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise ConfigError(f"cannot read config {path}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config {path} is not a text file (not UTF-8)") from None
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from None
+        raise ConfigError(f"{path} is not valid YAML: {_yaml_problem(error)}") from None
     return config_from_dict(apply_overrides(data or {}, overrides or []))
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """PyYAML's complaint on one line: what it found, and where (line and column)."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{problem}{where}"
 
 
 def flatten(data: dict[str, Any] | None, separator: str = ".", prefix: str = "") -> dict[str, Any]:

@@ -317,6 +317,11 @@ def _best_checkpoint(experiment: ExperimentConfig, best: Any) -> tuple[str | Non
     return checkpoint_folder(chosen), rule
 
 
+def sweep_name(experiment: ExperimentConfig) -> str:
+    """The Tune run (and MLflow parent run) of ``experiment``'s sweep."""
+    return f"{experiment.name}-sweep"
+
+
 def run_sweep(
     experiment: ExperimentConfig,
     storage: str,
@@ -336,7 +341,7 @@ def run_sweep(
     from tune.runs import make_tuner, restore_tuner
 
     sweep = sweep_of(experiment)
-    name = f"{experiment.name}-sweep"
+    name = sweep_name(experiment)
     parent_id = _parent_run(experiment, storage, tracking_uri, name, resume, num_samples)
     client = MlflowClient(tracking_uri=tracking_uri)
     try:

@@ -84,8 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         experiment = load_config(args.config, args.set)
         storage = resolve_storage(args.storage or default_storage())
         from tune.preflight import check_experiment, resource_warnings
-        from tune.runs import start_ray_for
-        from tune.search import check_sweep
+        from tune.runs import check_resumable, start_ray_for
+        from tune.search import check_sweep, sweep_name
+
+        if args.resume:  # nothing to resume: say so before Ray, MLflow or the preflight
+            check_resumable(experiment, storage, sweep_name(experiment))
 
         tracking_uri = resolve_tracking_uri(experiment)  # milliseconds, the preflight seconds
         check_experiment(experiment)

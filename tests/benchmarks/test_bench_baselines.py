@@ -149,3 +149,54 @@ def test_unknown_case_is_refused(bench: ModuleType, capsys: pytest.CaptureFixtur
         bench.main(["--cases", "ideal,fast"])
     assert caught.value.code == 2
     assert "unknown case(s) fast; known: ideal, contention, full-trace" in capsys.readouterr().err
+
+
+def refusal(bench: ModuleType, capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """The one line a refused command line prints (exit status 2, nothing simulated)."""
+    with pytest.raises(SystemExit) as caught:
+        bench.parse(argv)
+    assert caught.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    [line] = err.splitlines()
+    return line
+
+
+def test_a_missing_trace_is_one_line_before_any_simulation(
+    bench: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        bench.main(["--trace", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "b.json")])
+    assert caught.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"bench_baselines.py: error: --trace {tmp_path / 'nope.csv'} does not exist; give the "
+        f"Philly CSV (default {bench.PHILLY})"
+    ]
+    assert refusal(bench, capsys, ["--trace", str(tmp_path)]).startswith(
+        f"bench_baselines.py: error: --trace {tmp_path} is a folder"
+    )
+
+
+def test_an_out_under_a_file_or_naming_a_folder_is_refused_up_front(
+    bench: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("a file, not a folder")
+    trace = ["--trace", __file__]  # any file: the trace is not read before the checks pass
+    for out in (readme / "x.json", readme / "sub" / "x.json"):
+        assert refusal(bench, capsys, [*trace, "--out", str(out)]) == (
+            f"bench_baselines.py: error: --out {out}: {readme} is a file, not a folder"
+        )
+    assert refusal(bench, capsys, [*trace, "--out", str(tmp_path)]) == (
+        f"bench_baselines.py: error: --out {tmp_path} is a folder; give a file's path, e.g. "
+        f"{tmp_path / 'out.json'}"
+    )
+
+
+def test_an_out_in_a_folder_still_to_make_is_accepted_and_its_folder_made(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    out = tmp_path / "new" / "deeper" / "baselines.json"
+    args, jobs, cases = bench.parse(["--quick", "--trace", __file__, "--out", str(out)])
+    assert (args.out, jobs, cases) == (out, bench.QUICK_JOBS, ["ideal", "contention"])
+    assert out.parent.is_dir() and not out.exists()

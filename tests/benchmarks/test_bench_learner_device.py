@@ -127,3 +127,36 @@ def test_bad_requests_are_refused_with_what_is_allowed(bench: ModuleType, tmp_pa
     if not torch.cuda.is_available():
         with pytest.raises(SystemExit, match="--device cuda, but torch sees no GPU here"):
             bench.main(["time", "--data", str(tmp_path), "--device", "cuda"])
+
+
+@pytest.mark.parametrize(
+    ("option", "line"),
+    [
+        (
+            ["--repeats", "0"],
+            "bench_learner_device.py: error: argument --repeats: must be an integer >= 1, got '0'",
+        ),
+        (
+            ["--threads", "0"],
+            "bench_learner_device.py: error: argument --threads: must be an integer >= 1, got '0'",
+        ),
+        (
+            ["--label", "a/b"],
+            "bench_learner_device.py: error: argument --label: label 'a/b' is not a plain "
+            "file-name part: use letters, digits, '_', '-' and '.' (not first), no '/'",
+        ),
+    ],
+)
+def test_bad_numbers_and_labels_are_one_line_before_any_timing(
+    bench: ModuleType,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    option: list[str],
+    line: str,
+) -> None:
+    # Refused at parsing, before the recording is even looked for.
+    with pytest.raises(SystemExit) as caught:
+        bench.main(["time", "--data", str(tmp_path), "--cases", "demo", *option])
+    assert caught.value.code == 2
+    out, err = capsys.readouterr()
+    assert (out, err.splitlines()) == ("", [line])

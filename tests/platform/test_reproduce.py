@@ -240,6 +240,10 @@ def test_the_paper_scale_is_the_papers_setting() -> None:
         (["000", "--tracking-uri", "bogus://x"], "MLflow keeps no runs at a bogus:// URI"),
         (["004", "--set", "stop.training_iteration=0", "--dry-run"], "training_iteration"),
         ([], "PAPER"),
+        # A file where the results folder would go: refused before any setting trains.
+        (["004", "--storage", "README.md/results"], "--storage"),
+        # Nothing listens on the discard port: said in seconds, before any setting trains.
+        (["004", "--tracking-uri", "http://127.0.0.1:9"], "http://127.0.0.1:9 cannot be reached"),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(args: list[str], message: str) -> None:

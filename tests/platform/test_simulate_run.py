@@ -103,6 +103,12 @@ def test_trace_run_with_table_plot_and_csv(tmp_path: Path) -> None:
         (["--policy", "fifo+packing", "--jobs-csv", "tests"], "--jobs-csv tests: is a folder"),
         (["--policy", "fifo+packing", "--max-contention", "0.5"], "takes a number >= 1"),
         (["--policy", "las+packing", "--las-promote", "0"], "takes a number > 0 (e.g. 8) or 'off'"),
+        (["--policy", "fifo+packing", "--seed", "-1"], "--seed: a seed is an integer >= 0"),
+        # Two outputs into one file: the metrics table would be lost under the per-job one.
+        (
+            ["--policy", "fifo+packing", "--csv", "out.csv", "--jobs-csv", "./out.csv"],
+            "--csv and --jobs-csv both name",
+        ),
     ],
 )
 def test_run_errors_are_one_line_and_exit_2(args: list[str], fragment: str) -> None:

@@ -170,6 +170,22 @@ def test_resuming_nothing_fails_before_ray_and_the_warm_start(tmp_path: Path) ->
     assert not ray_tmp.exists() and not storage.exists()  # no clone trained into it
 
 
+def test_resuming_no_sweep_fails_before_ray_and_mlflow(tmp_path: Path) -> None:
+    # The same for a sweep: no parent run is opened (and marked FAILED) in MLflow.
+    ray_tmp, storage, store = tmp_path / "ray", tmp_path / "typo", tmp_path / "mlflow.db"
+    result = run_program(
+        "tune/sweep.py",
+        *("--config", "tune/configs/sced2_dqn.yaml", "--storage", str(storage), "--resume"),
+        *("--set", f"tracking.tracking_uri=sqlite:///{store}"),
+        env={"RAY_TMPDIR": str(ray_tmp), "RAY_ADDRESS": ""},
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"sweep.py: error: --resume: no interrupted experiment at {storage / 'sced2-dqn-sweep'}"
+    ]
+    assert not ray_tmp.exists() and not storage.exists() and not store.exists()
+
+
 def test_a_resource_warning_comes_before_the_resource_check(tmp_path: Path) -> None:
     # Helper processes beyond each remote runner's CPU: a warning line, then the error of a
     # trial no machine here fits (65 CPUs), so no Ray starts.
@@ -806,8 +822,15 @@ def _children(process) -> list:
             ("--mlflow", "--set", "tracking.tracking_uri=./mlruns"),
             "tracking.tracking_uri='./mlruns' is MLflow's file store",
         ),
+        # No checkpoint and no heuristic: there is nothing to play.
+        (("--baselines", ""), "nothing to evaluate: give --checkpoint, or baselines"),
+        # A heuristic named twice would play each seed twice and narrow its interval.
+        (
+            ("--baselines", "fifo+packing,fifo+packing"),
+            "evaluation.baselines repeats fifo+packing",
+        ),
     ],
-    ids=["model", "tracking"],
+    ids=["model", "tracking", "nothing", "repeated"],
 )
 def test_evaluate_checks_the_config_before_ray(
     tmp_path: Path, arguments: tuple[str, ...], expected: str

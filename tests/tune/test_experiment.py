@@ -81,8 +81,24 @@ def test_overrides_reach_nested_keys() -> None:
         ),
         (
             {"evaluation": {"validation_seeds": "2000"}},
-            r"evaluation.validation_seeds must be a list of non-negative integers, got '2000'",
+            r"evaluation.validation_seeds must be a list of integers >= 0, got '2000'",
         ),
+        ({"evaluation": {"seeds": 5}}, r"evaluation.seeds must be a non-empty list of integers"),
+        ({"seeds": 5}, r"seeds must be a non-empty list of integers >= 0, got 5"),
+        ({"seeds": [1, 1]}, r"seeds repeats \[1\]: each seed is one trial"),
+        (
+            {"evaluation": {"baselines": ["fifo+packing", "sjf+packing", "fifo+packing"]}},
+            r"evaluation.baselines repeats fifo\+packing: a heuristic named twice",
+        ),
+        ({"algorithm": {"clip_param": -1}}, r"algorithm.clip_param must be a number in \(0, inf\]"),
+        ({"algorithm": {"clip_param": float("nan")}}, r"algorithm.clip_param must be a number"),
+        ({"algorithm": {"lambda_": 2}}, r"algorithm.lambda_ must be a number in \[0, 1\], got 2"),
+        ({"algorithm": {"lambda_": float("nan")}}, r"algorithm.lambda_ must be a number"),
+        (
+            {"algorithm": {"entropy_coeff": "abc"}},
+            r"algorithm.entropy_coeff must be a number in \[0, inf\], got 'abc'",
+        ),
+        ({"algorithm": {"extra": 5}}, r"algorithm.extra must be a mapping of RLlib training"),
         ({"stop": {"training_iteration": 0}}, r"stop.training_iteration must be an integer >= 1"),
         (
             {"algorithm": {"train_batch_size": 100, "minibatch_size": 200}},
@@ -143,9 +159,17 @@ def test_bad_override_and_bad_yaml(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"--set evaluation.seeds: '\[3000,,3001\]' is not a"):
         apply_overrides({}, ["evaluation.seeds=[3000,,3001]"])
     broken = tmp_path / "broken.yaml"
-    broken.write_text("algorithm: [unclosed\n")
-    with pytest.raises(ConfigError, match="is not valid YAML"):
+    broken.write_text("name: x\nalgorithm: {lr: [1, 2}\n")
+    # One line: what PyYAML found and where, not its multi-line excerpt with a caret.
+    with pytest.raises(ConfigError) as raised:
         load_config(broken)
+    assert str(raised.value) == (
+        f"{broken} is not valid YAML: expected ',' or ']', but got '}}' at line 2, column 22"
+    )
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"\xd0\xcf\x11\xe0 not text")
+    with pytest.raises(ConfigError, match=r"config .*binary.yaml is not a text file"):
+        load_config(binary)
     with pytest.raises(ConfigError, match="cannot read config"):
         load_config(tmp_path / "missing.yaml")
 
