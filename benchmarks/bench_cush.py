@@ -17,13 +17,14 @@ table gives the time per episode and the averages 004 Table 1 reports.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import gymnasium
 import numpy as np
-from common import print_table, write_results
+from common import no_arguments, print_table, write_results
 
 from envs.cush import ENV_ID, CuSHEnv
 from envs.cush.baselines import CUSH_BASELINES, run_cush_baseline
@@ -144,4 +145,5 @@ def main() -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
+    no_arguments(sys.argv[1:], "bench_cush.py", __doc__ or "")
     main()

@@ -14,13 +14,14 @@ and reports the best of three runs:
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import gymnasium
 import numpy as np
-from common import print_table, write_results
+from common import no_arguments, print_table, write_results
 
 from envs.deeprm import ENV_ID, DeepRMEnv
 
@@ -99,4 +100,5 @@ def main() -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
+    no_arguments(sys.argv[1:], "bench_deeprm.py", __doc__ or "")
     main()

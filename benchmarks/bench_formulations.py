@@ -11,12 +11,13 @@ baselines with arrival gaps scaled by 0.4), contention-aware 4 x 8 GPUs with 256
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from common import print_table, write_results
+from common import no_arguments, print_table, write_results
 
 from envs.contention import ContentionEnv
 from envs.contention.baselines import CONTENTION_BASELINES, run_contention_baseline
@@ -155,4 +156,5 @@ def main() -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
+    no_arguments(sys.argv[1:], "bench_formulations.py", __doc__ or "")
     main()

@@ -9,12 +9,13 @@ thread per process (as an RLlib env runner on these machines).
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from typing import Any
 
 import numpy as np
 import torch
-from common import print_table, write_results
+from common import no_arguments, print_table, write_results
 
 from envs.pod.env import PodSchedulingEnv
 from models.config import GNNModelConfig
@@ -114,4 +115,5 @@ def main() -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
+    no_arguments(sys.argv[1:], "bench_models.py", __doc__ or "")
     main()

@@ -7,11 +7,12 @@ per-partition summary (default) and with every partition's full inner-graph feat
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
 import numpy as np
-from common import print_table, write_results
+from common import no_arguments, print_table, write_results
 
 from envs.pod.env import PodSchedulingEnv
 
@@ -85,4 +86,5 @@ def main() -> list[dict]:
 
 
 if __name__ == "__main__":
+    no_arguments(sys.argv[1:], "bench_pod_env.py", __doc__ or "")
     main()

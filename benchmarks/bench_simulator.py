@@ -13,12 +13,13 @@ it: machines here are shared, and that number tells how loaded this one was.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import print_table, write_results
+from common import no_arguments, print_table, write_results
 
 from envs.schedulers import make_scheduler
 from envs.sim import SimulatorConfig
@@ -119,4 +120,5 @@ def main() -> list[dict]:
 
 
 if __name__ == "__main__":
+    no_arguments(sys.argv[1:], "bench_simulator.py", __doc__ or "")
     main()

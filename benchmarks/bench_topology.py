@@ -7,12 +7,13 @@ summary (with the bisection max-flow). Memory is the tracemalloc peak of build +
 
 from __future__ import annotations
 
+import sys
 import time
 import tracemalloc
 from typing import Any
 
 import numpy as np
-from common import best_time, print_table, write_results
+from common import best_time, no_arguments, print_table, write_results
 
 from envs.topology import build_cluster, describe_cluster
 
@@ -96,4 +97,5 @@ def main() -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
+    no_arguments(sys.argv[1:], "bench_topology.py", __doc__ or "")
     main()

@@ -131,3 +131,15 @@ def selected_names(
         )
         raise SystemExit(2)
     return names or list(known)
+
+
+def no_arguments(argv: list[str], program: str, about: str) -> None:
+    """The command line of a benchmark that takes none: ``-h``/``--help`` prints ``about``
+    and exits 0; anything else is one line on stderr and exit 2, before any work."""
+    if not argv:
+        return
+    if argv[0] in ("-h", "--help"):
+        print(f"usage: {program}\n\n{about.strip()}")
+        raise SystemExit(0)
+    print(f"{program}: takes no arguments, got {' '.join(argv)} (see --help)", file=sys.stderr)
+    raise SystemExit(2)

@@ -87,3 +87,26 @@ def test_positive_int_refuses_what_is_not_an_integer_of_at_least_1(
     with pytest.raises(argparse.ArgumentTypeError, match=r"must be an integer >= 1, got"):
         common.positive_int(text)
     assert common.positive_int("3") == 3
+
+
+@pytest.mark.parametrize(
+    "name", ["cush", "deeprm", "formulations", "models", "pod_env", "simulator", "topology"]
+)
+def test_benchmarks_without_arguments_answer_help_and_refuse_others_before_running(
+    name: str,
+) -> None:
+    """Each runs its benchmark only with no argument: --help and a mistyped flag end at
+    once (they used to run the whole benchmark and overwrite its results)."""
+    import subprocess
+    import sys
+
+    script = BENCHMARKS / f"bench_{name}.py"
+    shown = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert shown.returncode == 0 and shown.stdout.startswith(f"usage: bench_{name}.py\n")
+    refused = subprocess.run(
+        [sys.executable, str(script), "--fast"], capture_output=True, text=True, timeout=120
+    )
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr == f"bench_{name}.py: takes no arguments, got --fast (see --help)\n"
