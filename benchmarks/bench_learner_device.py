@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from common import label_argument, positive_int, print_table, write_results
+from common import case_list, label_argument, positive_int, print_table, write_results
 
 from tune.cli import OneLineParser
 
@@ -278,11 +278,12 @@ def time_cases(
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Record and/or time; print the tables; write ``results/learner_device[-label].json``."""
-    args = build_parser().parse_or_exit([] if argv is None else argv)
-    cases = [c for c in getattr(args, "cases", ",".join(CASES)).split(",") if c]
-    unknown = sorted(set(cases) - set(CASES))
-    if unknown:
-        raise SystemExit(f"bench_learner_device: unknown case(s) {unknown}; known: {list(CASES)}")
+    parser = build_parser()
+    args = parser.parse_or_exit([] if argv is None else argv)
+    try:
+        cases = case_list(getattr(args, "cases", ",".join(CASES)), list(CASES))
+    except ValueError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
     if args.step == "record":
         record(args.out, cases)
         return []

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from common import label_argument, positive_int, print_table, write_results
+from common import case_list, label_argument, positive_int, print_table, write_results
 
 from tune.cli import OneLineParser
 from tune.experiment import load_config
@@ -186,11 +186,10 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     """The options and the cases; a bad command line is one line and exit 2, before Ray."""
     parser = build_parser()
     args = parser.parse_or_exit([] if argv is None else argv)
-    cases = [case for case in args.cases.split(",") if case]
-    unknown = sorted(set(cases) - set(CASES))
-    if unknown or not cases:
-        what = f"unknown case(s) {unknown}" if unknown else "no case named"
-        parser.exit(2, f"{parser.prog}: error: --cases: {what}; known: {list(CASES)}\n")
+    try:
+        cases = case_list(args.cases, list(CASES))
+    except ValueError as error:
+        parser.exit(2, f"{parser.prog}: error: {error}\n")
     for case in cases:  # a bad --set fails here, not in a trial after Ray started
         file_name, overrides = CASES[case]
         try:

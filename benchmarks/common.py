@@ -143,3 +143,21 @@ def no_arguments(argv: list[str], program: str, about: str) -> None:
         raise SystemExit(0)
     print(f"{program}: takes no arguments, got {' '.join(argv)} (see --help)", file=sys.stderr)
     raise SystemExit(2)
+
+
+def case_list(text: str, known: Sequence[str]) -> list[str]:
+    """The comma-separated case names of ``text``, in order; ValueError (saying which are
+    allowed) when one is unknown or repeated, or none is named."""
+    cases = [case.strip() for case in text.split(",") if case.strip()]
+    unknown = [case for case in cases if case not in known]
+    repeated = sorted({case for case in cases if cases.count(case) > 1})
+    if unknown or repeated or not cases:
+        what = (
+            f"unknown case(s) {', '.join(unknown)}"
+            if unknown
+            else f"case(s) named twice: {', '.join(repeated)}"
+            if repeated
+            else "no case named"
+        )
+        raise ValueError(f"--cases: {what}; known: {', '.join(known)}")
+    return cases

@@ -119,9 +119,16 @@ def test_timing_reports_the_iterations_learning_from_its_medians(
         assert record["forced_rows"] == int((arrays["action_mask"].sum(-1) == 1).sum())
 
 
-def test_bad_requests_are_refused_with_what_is_allowed(bench: ModuleType, tmp_path: Path) -> None:
-    with pytest.raises(SystemExit, match=r"unknown case\(s\) \['k8'\]; known: \['demo', 'k20'\]"):
-        bench.main(["time", "--data", str(tmp_path), "--cases", "k8"])
+def test_bad_requests_are_refused_with_what_is_allowed(
+    bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for cases, what in (("k8", "unknown case(s) k8"), ("demo,demo", "case(s) named twice: demo")):
+        with pytest.raises(SystemExit) as caught:
+            bench.main(["time", "--data", str(tmp_path), "--cases", cases])
+        assert caught.value.code == 2
+        assert capsys.readouterr().err == (
+            f"bench_learner_device.py: error: --cases: {what}; known: demo, k20\n"
+        )
     with pytest.raises(SystemExit, match=r"no recording of \['demo'\] .* run `record` first"):
         bench.main(["time", "--data", str(tmp_path), "--cases", "demo"])
     if not torch.cuda.is_available():
