@@ -423,8 +423,11 @@ def pretrain(
     torch.manual_seed(seed)
     order_rng = np.random.default_rng(seed)
     scale = float(max(np.std(train.returns), 1e-6))
-    if value_weight > 0:
-        centre_critic(module, train)
+    if value_weight > 0 and not centre_critic(module, train) and log is not None:
+        log(
+            "warm start: no critic output bias found to centre on the mean return "
+            f"({float(np.mean(train.returns)):.2f}); the fit has to learn the offset"
+        )
     optimizer = torch.optim.Adam(module.parameters(), lr=lr)
     steps = epochs * math.ceil(len(train) / minibatch_size)
     schedule = (

@@ -6,9 +6,10 @@ checkpoint is not the best one. When ``evaluation.validation_seeds`` is set,
 ``platform/train.py`` plays every candidate -- each checkpoint the trials kept and, with a
 ``warm_start`` section, the imitation-trained module PPO started from -- on those seeds
 (never training, warm-start or evaluation seeds), greedily or sampled as
-``evaluation.greedy`` says, and evaluates the one with the lowest mean average JCT on the
-evaluation seeds. Candidates are judged on the same workloads, so the comparison is
-paired; ties go to the earlier candidate (the warm start, then checkpoints by iteration).
+``evaluation.greedy`` says, and evaluates on the evaluation seeds the one with the lowest
+mean average JCT on the validation seeds. Candidates are judged on the same workloads, so
+the comparison is paired; ties go to the earlier candidate (the warm start, then
+checkpoints by iteration).
 
 The warm start is the incumbent: a checkpoint replaces it only when it is better on the
 validation seeds with ``evaluation.selection_confidence`` (one-sided paired Student-t,

@@ -352,3 +352,35 @@ def test_warm_start_is_off_unless_configured() -> None:
     assert section is not None
     assert section.training_seeds == [100000, 100001, 100002]
     assert section.heldout_seeds == [100003, 100004]
+
+
+def test_a_critic_without_an_output_bias_is_said_not_centred() -> None:
+    """The warm start centres the critic by its last layer's bias; a module without one
+    trains the offset itself, and the log says so instead of passing silently."""
+    from tune.imitation import centre_critic, pretrain
+
+    experiment = tiny_experiment()
+    recorded = record_trajectories("pod_scheduling_v0", ENV, "fifo+packing", [3], 0.9)
+    module = build_module(experiment)
+    assert centre_critic(module, recorded)  # the usual module: its bias is found
+    last = module.net.value_head[-1]
+    last.bias = None  # the same network without the output bias
+    assert not centre_critic(module, recorded)
+    lines: list[str] = []
+    pretrain(
+        module,
+        recorded,
+        recorded,
+        heuristic="fifo+packing",
+        epochs=1,
+        lr=1e-3,
+        minibatch_size=64,
+        value_weight=1.0,
+        seed=0,
+        log=lines.append,
+    )
+    mean = float(np.mean(recorded.returns))
+    assert lines[0] == (
+        f"warm start: no critic output bias found to centre on the mean return ({mean:.2f}); "
+        "the fit has to learn the offset"
+    )
