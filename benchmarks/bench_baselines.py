@@ -377,10 +377,15 @@ def check_out(path: Path) -> None:
 
 
 def check_trace(path: Path) -> None:
-    """ValueError unless ``path`` is a file (the Philly CSV)."""
+    """ValueError unless ``path`` is a file in Philly's CSV format (its header and first
+    job read; the replays read the rest)."""
     if not path.is_file():
         what = "is a folder" if path.is_dir() else "does not exist"
         raise ValueError(f"--trace {path} {what}; give the Philly CSV (default {PHILLY})")
+    try:
+        read_philly(path, TraceOptions(max_jobs=1), rng=np.random.default_rng(0))
+    except ValueError as error:
+        raise ValueError(f"--trace: {error}") from None
 
 
 def build_parser() -> OneLineParser:

@@ -38,6 +38,10 @@ ROW_KEYS = {
 CHECK_KEYS = {"goal", "case", "value", "target", "met", "rows"}
 
 
+#: 200 Philly jobs in the trace's own format (tests/data/traces).
+SAMPLE_TRACE = Path(__file__).resolve().parents[1] / "data" / "traces" / "philly_sample_200.csv"
+
+
 @pytest.fixture
 def bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     # Benchmarks are scripts beside their helpers (common.py), not a package.
@@ -175,6 +179,13 @@ def test_a_missing_trace_is_one_line_before_any_simulation(
     assert refusal(bench, capsys, ["--trace", str(tmp_path)]).startswith(
         f"bench_baselines.py: error: --trace {tmp_path} is a folder"
     )
+    # A file that is not Philly's CSV: its header read up front, not after the replays.
+    other = tmp_path / "other.csv"
+    other.write_text("a,b\n1,2\n")
+    assert refusal(bench, capsys, ["--trace", str(other)]) == (
+        f"bench_baselines.py: error: --trace: {other}:1: field 'timestamp': column missing "
+        "from the header (header has a, b; required: timestamp, duration, num_gpus, cluster)"
+    )
 
 
 def test_an_out_under_a_file_or_naming_a_folder_is_refused_up_front(
@@ -182,7 +193,7 @@ def test_an_out_under_a_file_or_naming_a_folder_is_refused_up_front(
 ) -> None:
     readme = tmp_path / "README.md"
     readme.write_text("a file, not a folder")
-    trace = ["--trace", __file__]  # any file: the trace is not read before the checks pass
+    trace = ["--trace", str(SAMPLE_TRACE)]  # a small Philly CSV: its header passes
     for out in (readme / "x.json", readme / "sub" / "x.json"):
         assert refusal(bench, capsys, [*trace, "--out", str(out)]) == (
             f"bench_baselines.py: error: --out {out}: {readme} is a file, not a folder"
@@ -197,6 +208,6 @@ def test_an_out_in_a_folder_still_to_make_is_accepted_and_its_folder_made(
     bench: ModuleType, tmp_path: Path
 ) -> None:
     out = tmp_path / "new" / "deeper" / "baselines.json"
-    args, jobs, cases = bench.parse(["--quick", "--trace", __file__, "--out", str(out)])
+    args, jobs, cases = bench.parse(["--quick", "--trace", str(SAMPLE_TRACE), "--out", str(out)])
     assert (args.out, jobs, cases) == (out, bench.QUICK_JOBS, ["ideal", "contention"])
     assert out.parent.is_dir() and not out.exists()
