@@ -223,7 +223,7 @@ def report(
     validation = summary.get("validation")
     if validation:
         for label, score in validation.get("clones", {}).items():
-            print(f"  validation avg JCT {_hours(score)} h: warm-start {label}")
+            print(f"  clone-seed avg JCT {_hours(score)} h: warm-start {label}")
         for label, score in validation["avg_jct"].items():
             print(f"  validation avg JCT {_hours(score)} h: {label}")
         print(f"  evaluated: {validation['chosen']}")

@@ -119,11 +119,11 @@ def start_from_clone(
     experiment: ExperimentConfig, folder: Path, log: Any
 ) -> tuple[str, dict[str, float]]:
     """Train the warm start's clone(s); returns the folder PPO starts from (``folder``)
-    and each clone's validation avg JCT by its folder name (none for a single clone).
+    and each clone's avg JCT on ``warm_start.clone_seeds`` by its folder name (none for a
+    single clone).
 
     With ``warm_start.restarts`` > 1 the clones go to ``<folder>-clones/clone-<k>``, play
-    the validation seeds, and the best is copied to ``folder`` (where ``--resume`` finds
-    it).
+    the clone seeds, and the best is copied to ``folder`` (where ``--resume`` finds it).
     """
     from tune.imitation import warm_start, warm_start_clones
 
@@ -135,7 +135,7 @@ def start_from_clone(
     chosen, scores = choose_clone(experiment, [path for path, _ in clones])
     for path, score in scores.items():
         marker = " (chosen)" if path == chosen else ""
-        log(f"warm start {Path(path).name}: validation avg JCT {score / 3600:.3f} h{marker}")
+        log(f"warm start {Path(path).name}: clone-seed avg JCT {score / 3600:.3f} h{marker}")
     shutil.copytree(chosen, folder, dirs_exist_ok=True)
     return str(folder), {Path(path).name: score for path, score in scores.items()}
 
@@ -144,8 +144,8 @@ def run_tune(
     experiment: ExperimentConfig, storage: str, tracking_uri: str, resume: bool
 ) -> tuple[Any, str | None, dict[str, float]]:
     """Fit (or resume) the Tune experiment; returns its ResultGrid, the warm-start
-    module's folder (None without a ``warm_start`` section) and the clones' validation
-    scores (empty unless ``warm_start.restarts`` > 1 trained them now)."""
+    module's folder (None without a ``warm_start`` section) and the clones' scores on
+    ``warm_start.clone_seeds`` (empty unless ``warm_start.restarts`` > 1 trained them now)."""
     from ray import tune as ray_tune
 
     from tune.rllib_config import algorithm_config
@@ -434,7 +434,9 @@ def train_and_evaluate(
                 "selection_confidence": experiment.evaluation.selection_confidence,
             }
             if clone_scores:
+                # Scored on warm_start.clone_seeds, not on the validation seeds above.
                 info["validation"]["clones"] = clone_scores
+                info["validation"]["clone_seeds"] = list(experiment.warm_start.clone_seeds)
         try:
             log_evaluation(experiment, tracking_uri, table, best, checkpoint, info, modules)
         except EvaluationNotLoggedError as failure:

@@ -467,10 +467,12 @@ class WarmStartSection:
     reported imitation accuracy only. ``epochs`` passes of Adam (``lr``) over minibatches
     of ``minibatch_size`` agent steps; ``restarts`` clones are fitted to the same
     recordings from seeds ``seed``, ``seed + 1``, ... and the one with the lowest avg JCT
-    on ``evaluation.validation_seeds`` is the start (clones of equal accuracy differ by
-    several percent of JCT); ``lr_schedule`` "constant" keeps ``lr``, "cosine"
-    lowers it along a half cosine to 0 by the last step (the fit then settles instead of
-    ending wherever the last minibatches left it); ``value_weight`` weighs the critic's
+    on ``clone_seeds`` is the start (clones of equal accuracy differ by several percent of
+    JCT; seeds of their own, so that the validation seeds, on which checkpoints must then
+    beat the chosen clone, did not also choose it as the best of several);
+    ``lr_schedule`` "constant" keeps ``lr``, "cosine" lowers it along a half cosine to 0
+    by the last step (the fit then settles instead of ending wherever the last minibatches
+    left it); ``value_weight`` weighs the critic's
     loss (0: the critic keeps its random start); ``seed`` makes the pretraining
     deterministic. ``anchor`` > 0 (PPO only) adds ``anchor * KL(clone || policy)`` to
     PPO's loss, keeping the fine-tuned policy near the clone it started from
@@ -500,6 +502,7 @@ class WarmStartSection:
     lr: float = 1.0e-3
     lr_schedule: str = "constant"
     restarts: int = 1
+    clone_seeds: list[int] = field(default_factory=list)
     minibatch_size: int = 256
     value_weight: float = 0.5
     anchor: float = 0.0
@@ -523,6 +526,12 @@ class WarmStartSection:
             raise ConfigError(f"warm_start.heuristic: {error}") from None
         for key in ("episodes", "heldout_episodes", "epochs", "minibatch_size", "restarts"):
             _positive_int(f"warm_start.{key}", getattr(self, key))
+        _seed_list(
+            "warm_start.clone_seeds",
+            self.clone_seeds,
+            "each seed is one workload the clones are compared on",
+            empty=True,
+        )
         _positive_int("warm_start.seeds_from", self.seeds_from, 0)
         _positive_int("warm_start.seed", self.seed, 0)
         if not (isinstance(self.lr, int | float) and 0 < self.lr < 1):
@@ -860,12 +869,39 @@ class ExperimentConfig:
                 f"warm_start.anchor={warm_start.anchor} adds a term to PPO's loss; "
                 f"algorithm.name={self.algorithm.name!r}; use PPO or anchor: 0"
             )
-        if warm_start.restarts > 1 and not self.evaluation.validation_seeds:
+        clone_seeds = warm_start.clone_seeds
+        if warm_start.restarts > 1 and len(clone_seeds) < 2:
             raise ConfigError(
-                f"warm_start.restarts={warm_start.restarts} needs evaluation.validation_seeds "
-                "to choose among the clones; set them or use restarts: 1"
+                f"warm_start.restarts={warm_start.restarts} needs warm_start.clone_seeds (two "
+                "or more workloads to choose among the clones on, apart from the validation "
+                "seeds, where checkpoints must beat the chosen clone); set them or use "
+                "restarts: 1"
             )
+        if warm_start.restarts == 1 and clone_seeds:
+            raise ConfigError(
+                "warm_start.clone_seeds choose among restarts; with restarts: 1 there is one "
+                "clone: remove them"
+            )
+        spread = self.resources.num_env_runners + self.resources.num_envs_per_env_runner
+        trained = {seed + offset for seed in self.seeds for offset in range(spread)}
+        for seeds, what in (
+            (self.evaluation.seeds, "evaluation.seeds"),
+            (self.evaluation.validation_seeds, "evaluation.validation_seeds"),
+            (trained, "training seeds"),
+        ):
+            overlap = sorted(set(clone_seeds) & set(seeds))
+            if overlap:
+                raise ConfigError(
+                    f"warm_start.clone_seeds {overlap} are also {what}; the clones are "
+                    "compared on workloads of their own"
+                )
         recorded = set(warm_start.training_seeds) | set(warm_start.heldout_seeds)
+        overlap = sorted(recorded & set(clone_seeds))
+        if overlap:
+            raise ConfigError(
+                f"warm_start.clone_seeds {overlap} are also warm_start seeds; move "
+                "warm_start.seeds_from"
+            )
         overlap = sorted(recorded & set(self.evaluation.seeds))
         if overlap:
             raise ConfigError(

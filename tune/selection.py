@@ -81,8 +81,10 @@ def checkpoint_candidates(
     return candidates
 
 
-def select(experiment: ExperimentConfig, candidates: list[Candidate]) -> Selection:
-    """Every candidate played on ``experiment.evaluation.validation_seeds``, and the one
+def select(
+    experiment: ExperimentConfig, candidates: list[Candidate], seeds: list[int] | None = None
+) -> Selection:
+    """Every candidate played on ``seeds`` (default ``evaluation.validation_seeds``), and the one
     :func:`chosen_index` picks from their :data:`SELECTION_METRIC` (the lowest mean, or
     the warm start unless a checkpoint is significantly lower).
 
@@ -96,9 +98,9 @@ def select(experiment: ExperimentConfig, candidates: list[Candidate]) -> Selecti
     if not candidates:
         raise ValueError("no candidate policies to select from")
     evaluation = experiment.evaluation
-    seeds = list(evaluation.validation_seeds)
+    seeds = list(evaluation.validation_seeds if seeds is None else seeds)
     if not seeds:
-        raise ValueError("evaluation.validation_seeds is empty: nothing to select on")
+        raise ValueError("no seeds to select on (evaluation.validation_seeds is empty)")
     env_name = experiment.environment.name
     env_config = {**experiment.environment.config, **evaluation.environment}
     (row,) = learned_rows(evaluation.greedy)
@@ -170,12 +172,17 @@ def significantly_lower(
 
 def choose_clone(experiment: ExperimentConfig, paths: list[str]) -> tuple[str, dict[str, float]]:
     """The warm-start clone (a saved RLModule folder) with the lowest mean
-    :data:`SELECTION_METRIC` on the validation seeds, and every clone's score by folder."""
+    :data:`SELECTION_METRIC` on ``warm_start.clone_seeds``, and every clone's score by
+    folder. Not on the validation seeds: the chosen clone is the incumbent checkpoints must
+    beat there, and the best of several on those very workloads would score better there
+    than it is."""
     from tune.rllib_config import module_ids
 
+    if experiment.warm_start is None:
+        raise ValueError("no warm_start section: there are no clones to choose among")
     ids = module_ids(experiment)
     candidates = [Candidate(path, path, dict.fromkeys(ids, path)) for path in paths]
-    selection = select(experiment, candidates)
+    selection = select(experiment, candidates, experiment.warm_start.clone_seeds)
     return selection.chosen.path, selection.scores
 
 

@@ -378,7 +378,7 @@ def test_validation_chooses_among_the_warm_start_and_the_checkpoints(
         # Sampled: the tiny untrained policy's argmax may only ever wait (NaN scores).
         "evaluation.greedy=false",
         "warm_start={heuristic: fifo+packing, episodes: 2, heldout_episodes: 1, epochs: 2, "
-        "restarts: 2}",
+        "restarts: 2, clone_seeds: [310, 311]}",
     ]
     result = run_program(
         "platform/train.py",
@@ -389,17 +389,20 @@ def test_validation_chooses_among_the_warm_start_and_the_checkpoints(
     payload = last_json(result.stdout)
     validation = payload["summary"]["validation"]
     scores = validation["avg_jct"]
-    # Two clones played the validation seeds before PPO; the chosen one (lowest avg JCT)
-    # was copied to where PPO and --resume start from, and scores the same there.
+    # Two clones played their own seeds before PPO (not the validation seeds, where the
+    # chosen one is then the incumbent); the one with the lowest avg JCT was copied to
+    # where PPO and --resume start from.
     clones = dict(
-        re.findall(r"warm start (clone-\d): validation avg JCT ([\d.]+) h", result.stderr)
+        re.findall(r"warm start (clone-\d): clone-seed avg JCT ([\d.]+) h", result.stderr)
     )
     assert sorted(clones) == ["clone-0", "clone-1"]
     [chosen_clone] = re.findall(r"warm start (clone-\d): .* \(chosen\)", result.stderr)
     assert float(clones[chosen_clone]) == min(map(float, clones.values()))
-    assert scores["warm start"] / 3600 == pytest.approx(float(clones[chosen_clone]), abs=6e-4)
-    assert validation["clones"][chosen_clone] == scores["warm start"]
     assert sorted(validation["clones"]) == ["clone-0", "clone-1"]
+    assert validation["clones"][chosen_clone] / 3600 == pytest.approx(
+        float(clones[chosen_clone]), abs=6e-4
+    )
+    assert validation["clone_seeds"] == [310, 311] and validation["seeds"] == [300, 301]
     clone_dir = tmp_path / "results" / "warm_start" / "tiny-clones" / chosen_clone
     saved_files = [path for path in clone_dir.rglob("*") if path.is_file()]
     assert any(path.name == "module_state.pkl" for path in saved_files)

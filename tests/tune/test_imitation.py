@@ -242,7 +242,7 @@ def test_restarts_fit_clones_of_one_recording(tmp_path: Path) -> None:
     from tune.imitation import warm_start_clones
 
     experiment = tiny_experiment(
-        validation_seeds=[300, 301], epochs=1, episodes=2, heldout_episodes=1, restarts=2
+        epochs=1, episodes=2, heldout_episodes=1, restarts=2, clone_seeds=[300, 301]
     )
     clones = warm_start_clones(experiment, tmp_path / "clones")
     assert [Path(path).name for path, _ in clones] == ["clone-0", "clone-1"]
@@ -294,7 +294,40 @@ def test_the_saved_module_loads_into_the_algorithm(ray_local, tmp_path: Path) ->
         ({"warm_start": {"restarts": 0}}, r"warm_start.restarts must be an integer >= 1, got 0"),
         (
             {"warm_start": {"restarts": 2}},
-            r"warm_start.restarts=2 needs evaluation.validation_seeds to choose among the clones",
+            r"warm_start.restarts=2 needs warm_start.clone_seeds \(two or more workloads",
+        ),
+        (
+            {"warm_start": {"restarts": 2, "clone_seeds": [7]}},
+            r"warm_start.restarts=2 needs warm_start.clone_seeds",
+        ),
+        (
+            {"warm_start": {"clone_seeds": [7, 8]}},
+            r"warm_start.clone_seeds choose among restarts; with restarts: 1 there is one",
+        ),
+        (
+            {"warm_start": {"restarts": 2, "clone_seeds": [7, 7]}},
+            r"warm_start.clone_seeds repeats \[7\]",
+        ),
+        # Chosen on the validation seeds, the best of several clones would be the incumbent
+        # checkpoints must beat on those very workloads.
+        (
+            {
+                "warm_start": {"restarts": 2, "clone_seeds": [300, 301]},
+                "evaluation": {"validation_seeds": [301, 302]},
+            },
+            r"warm_start.clone_seeds \[301\] are also evaluation.validation_seeds",
+        ),
+        (
+            {"warm_start": {"restarts": 2, "clone_seeds": [1000, 7]}},
+            r"warm_start.clone_seeds \[1000\] are also evaluation.seeds",
+        ),
+        (
+            {"warm_start": {"restarts": 2, "clone_seeds": [0, 7]}},
+            r"warm_start.clone_seeds \[0\] are also training seeds",
+        ),
+        (
+            {"warm_start": {"restarts": 2, "clone_seeds": [100_001, 7]}},
+            r"warm_start.clone_seeds \[100001\] are also warm_start seeds",
         ),
         (
             {"warm_start": {"lr_schedule": "linear"}},
