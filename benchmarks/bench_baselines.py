@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import os
 import platform
 import sys
 import time
@@ -57,7 +56,7 @@ from typing import Any
 
 import numpy as np
 from bench_simulator import reference_loop_seconds
-from common import RESULTS, print_table
+from common import RESULTS, case_list, print_table
 
 from envs.schedulers import make_scheduler
 from envs.sim import SimulatorConfig
@@ -67,6 +66,7 @@ from envs.sim.runner import simulate
 from envs.topology import build_cluster
 from envs.workload import TraceOptions, read_philly
 from tune.cli import OneLineParser, UsageError
+from tune.paths import writable_folder_problem
 
 PHILLY = Path(__file__).resolve().parents[2] / "shared" / "traces" / "philly.csv"
 DEFAULT_JOBS = 10_000
@@ -358,22 +358,16 @@ def write_payload(
 
 
 def check_out(path: Path) -> None:
-    """ValueError unless a file can be written at ``path``: its folder exists (created here
-    when it does not) and is a folder, and ``path`` is not a folder itself. Checked before
-    the simulations, so that their results are never lost to a bad ``--out``."""
+    """ValueError unless a file can be written at ``path``: not a folder itself, its folder
+    one this user can create or write (:func:`tune.paths.writable_folder_problem`; made
+    here). Checked before the simulations, so that their results are never lost to a bad
+    ``--out``."""
     if path.is_dir():
         raise ValueError(f"--out {path} is a folder; give a file's path, e.g. {path / 'out.json'}")
-    folder = path.parent
-    existing = next(part for part in (folder, *folder.parents) if part.exists())
-    if not existing.is_dir():
-        raise ValueError(f"--out {path}: {existing} is a file, not a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        message = f"--out {path}: cannot create the folder {folder}: {error.strerror}"
-        raise ValueError(message) from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"--out {path}: the folder {folder} is not writable")
+    problem = writable_folder_problem(str(path.parent))
+    if problem is not None:
+        raise ValueError(f"--out {path}: {problem}")
+    path.parent.mkdir(parents=True, exist_ok=True)
 
 
 def check_trace(path: Path) -> None:
@@ -434,11 +428,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, int, list[str]]:
         if args.cases is None:
             cases = [case for case in CASES if not (args.quick and case == "full-trace")]
         else:
-            cases = [name.strip() for name in args.cases.split(",") if name.strip()]
-            unknown = sorted(set(cases) - set(CASES))
-            if unknown or not cases:
-                known = ", ".join(CASES)
-                raise UsageError(f"unknown case(s) {', '.join(unknown)}; known: {known}")
+            cases = case_list(args.cases, list(CASES))
         check_trace(args.trace)
         check_out(args.out)
     except (UsageError, ValueError) as error:

@@ -227,12 +227,8 @@ def report(
         for label, score in validation["avg_jct"].items():
             print(f"  validation avg JCT {_hours(score)} h: {label}")
         print(f"  evaluated: {validation['chosen']}")
+    # train() already said why a non-zero exit's result was kept; the record keeps it too.
     unlogged = payload.get("evaluation_unlogged")
-    if exit_status != 0:
-        print(
-            f"  train.py exited with status {exit_status}"
-            + (f"; evaluation not logged to MLflow, its files: {unlogged}" if unlogged else "")
-        )
     return {
         "setting": setting.name,
         "goal": setting.goal,

@@ -486,17 +486,17 @@ def command_run(args: argparse.Namespace) -> int:
         )
     if not args.min_run >= 0:
         raise UsageError(f"--min-run must be >= 0 seconds, got {args.min_run}")
-    outputs = (("--plot", args.plot), ("--csv", args.csv), ("--jobs-csv", args.jobs_csv))
-    for option, path in outputs:
+    named: dict[Path, str] = {}  # each output file, by the option that names it first
+    for option, path in (("--plot", args.plot), ("--csv", args.csv), ("--jobs-csv", args.jobs_csv)):
         _check_output_path(option, path)
-    given = [(option, Path(path).resolve()) for option, path in outputs if path]
-    for index, (option, path) in enumerate(given):
-        for other, other_path in given[index + 1 :]:
-            if path == other_path:
-                raise UsageError(
-                    f"{option} and {other} both name {path}: the second would overwrite the "
-                    "first; give each output its own file"
-                )
+        if path is None:
+            continue
+        first = named.setdefault(Path(path).resolve(), option)
+        if first != option:
+            raise UsageError(
+                f"{first} and {option} both name {Path(path).resolve()}: the second would "
+                "overwrite the first; give each output its own file"
+            )
     preemption = PreemptionSettings(
         enabled=not args.no_preemption,
         min_run_s=args.min_run,

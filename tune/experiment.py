@@ -104,9 +104,14 @@ def _seed_list(where: str, value: Any, repeat_means: str, *, empty: bool = False
     ):
         kind = "a list" if empty else "a non-empty list"
         raise ConfigError(f"{where} must be {kind} of integers >= 0, got {value!r}")
-    repeated = sorted({seed for seed in value if value.count(seed) > 1})
+    repeated = _repeated(value)
     if repeated:
         raise ConfigError(f"{where} repeats {repeated}: {repeat_means}")
+
+
+def _repeated(values: list[Any]) -> list[Any]:
+    """The values that occur more than once in ``values``, sorted."""
+    return sorted({value for value in values if values.count(value) > 1})
 
 
 def _real(where: str, value: Any, low: float, high: float, *, open_low: bool = False) -> None:
@@ -395,7 +400,7 @@ class EvaluationSection:
                     f"evaluation.baselines must be a list of names or '{ALL_BASELINES}', "
                     f"got {self.baselines!r}"
                 )
-            repeated = sorted({name for name in self.baselines if self.baselines.count(name) > 1})
+            repeated = _repeated(self.baselines)
             if repeated:
                 raise ConfigError(
                     f"evaluation.baselines repeats {', '.join(repeated)}: a heuristic named "
@@ -794,10 +799,8 @@ class ExperimentConfig:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"name must be a non-empty string, got {self.name!r}")
         _seed_list("seeds", self.seeds, "each seed is one trial; a repeated one trains twice")
-        # RLlib seeds a runner's first episodes seed + runner index + environment index:
-        # those workloads are trained on too.
         spread = self.resources.num_env_runners + self.resources.num_envs_per_env_runner
-        trained = {seed + offset for seed in self.seeds for offset in range(spread)}
+        trained = self.trained_seeds
         for key, use in (("seeds", "evaluation"), ("validation_seeds", "validation")):
             overlap = sorted(trained & set(getattr(self.evaluation, key)))
             if overlap:
@@ -882,12 +885,10 @@ class ExperimentConfig:
                 "warm_start.clone_seeds choose among restarts; with restarts: 1 there is one "
                 "clone: remove them"
             )
-        spread = self.resources.num_env_runners + self.resources.num_envs_per_env_runner
-        trained = {seed + offset for seed in self.seeds for offset in range(spread)}
         for seeds, what in (
             (self.evaluation.seeds, "evaluation.seeds"),
             (self.evaluation.validation_seeds, "evaluation.validation_seeds"),
-            (trained, "training seeds"),
+            (self.trained_seeds, "training seeds"),
         ):
             overlap = sorted(set(clone_seeds) & set(seeds))
             if overlap:
@@ -915,6 +916,13 @@ class ExperimentConfig:
                 f"evaluation.validation_seeds {overlap} are also warm_start seeds; move "
                 "warm_start.seeds_from"
             )
+
+    @property
+    def trained_seeds(self) -> set[int]:
+        """The workloads training draws first: RLlib seeds a runner's first episodes seed +
+        runner index + environment index, for each trial seed."""
+        spread = self.resources.num_env_runners + self.resources.num_envs_per_env_runner
+        return {seed + offset for seed in self.seeds for offset in range(spread)}
 
     @property
     def experiment_name(self) -> str:

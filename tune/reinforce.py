@@ -114,10 +114,11 @@ class ReinforceSettings:
     def __post_init__(self) -> None:
         if self.returns not in RETURNS:
             raise ValueError(f"reinforce.returns={self.returns!r}; allowed: {', '.join(RETURNS)}")
-        for name in ("episodes_per_sequence", "sequences_per_update", "training_sequences"):
+        counts = ["episodes_per_sequence", "sequences_per_update"]
+        if self.training_sequences is not None:  # None: a fresh sequence every time
+            counts.append("training_sequences")
+        for name in counts:
             value = getattr(self, name)
-            if name == "training_sequences" and value is None:
-                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"reinforce.{name} must be an integer >= 1, got {value!r}")
         if self.optimizer not in OPTIMIZERS:

@@ -268,9 +268,10 @@ def paired_to(
     mine, theirs = table[policy], table[reference]
     if mine.get("seeds") != theirs.get("seeds"):
         return float("nan"), float("nan")
-    pairs = list(zip(mine.get("episodes", []), theirs.get("episodes", []), strict=False))
-    if len(pairs) != len(mine.get("episodes", [])) or len(pairs) != len(theirs.get("episodes", [])):
+    episodes, references = mine.get("episodes", []), theirs.get("episodes", [])
+    if len(episodes) != len(references):
         return float("nan"), float("nan")
+    pairs = list(zip(episodes, references, strict=True))
     if metric not in ALL_EPISODES and not fair_when_truncated(env_name):
         pairs = [(a, b) for a, b in pairs if not a.get("truncated") and not b.get("truncated")]
     values = [episode.get(metric) for episode, _ in pairs]
