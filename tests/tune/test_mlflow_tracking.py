@@ -3,6 +3,8 @@ which tracking URIs the programs accept."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tune.mlflow_tracking import curated_metrics
@@ -30,10 +32,24 @@ def test_curated_metrics_keep_ppo_and_dqn_learner_statistics() -> None:
     }
 
 
+def tune_trial(trial_id: str, seed: int) -> Any:
+    """A Tune ``Trial`` as the controller holds it (PENDING). ``stub``: its trainable is not
+    looked up -- the callback never uses it, and looking "PPO" up by name imports every
+    algorithm RLlib registers (see tune.rllib_config.algorithm_class)."""
+    from ray.tune.experiment import Trial
+
+    return Trial("PPO", stub=True, trial_id=trial_id, config={"seed": seed})
+
+
+def start(callback: Any, trial: Any, trials: list) -> None:
+    """What Tune's controller does when a trial's actor has started: the callbacks hear
+    it, then the trial is RUNNING (TuneController._actor_started)."""
+    callback.on_trial_start(iteration=0, trials=trials, trial=trial)
+    trial.set_status(trial.RUNNING)
+
+
 def test_a_resumed_trial_finds_its_run_without_the_saved_state(tmp_path, sqlite_uri: str) -> None:
     """A driver killed before Tune saved the callback's state resumes into the same run."""
-    from types import SimpleNamespace
-
     from mlflow.tracking import MlflowClient
 
     from tune.experiment import config_from_dict
@@ -41,28 +57,39 @@ def test_a_resumed_trial_finds_its_run_without_the_saved_state(tmp_path, sqlite_
 
     uri = sqlite_uri
     experiment = config_from_dict({"name": "resumed"})
-    trial = SimpleNamespace(trial_id="ab12c_00000", config={"seed": 0}, evaluated_params={})
+    trial = tune_trial("ab12c_00000", seed=0)
     first = MLflowTrialCallback(uri, experiment)
-    first.on_trial_start(0, [], trial)
-    # A new driver: no state restored (set_state never called).
+    start(first, trial, [trial])
+    # A new driver: no state restored (set_state never called); Tune resumes the
+    # unfinished trial as PENDING.
     second = MLflowTrialCallback(uri, experiment)
-    second.on_trial_start(0, [], trial)
+    trial.set_status(trial.PENDING)
+    start(second, trial, [trial])
     assert second.run_ids == first.run_ids
-    other = SimpleNamespace(trial_id="ab12c_00001", config={"seed": 1}, evaluated_params={})
-    second.on_trial_start(0, [], other)
+    other = tune_trial("ab12c_00001", seed=1)
+    start(second, other, [trial, other])
     runs = MlflowClient(uri).search_runs([experiment_id(uri, "resumed")])
     assert sorted(run.data.tags["trial_id"] for run in runs) == ["ab12c_00000", "ab12c_00001"]
     # An experiment that ends with its trials unfinished (Ctrl-C) leaves their runs KILLED;
-    # a resumed driver sets them RUNNING again, and a completed trial ends FINISHED.
+    # a resumed driver sets them RUNNING again, and a completed trial ends FINISHED. At
+    # Ctrl-C Tune marks every trial whose actor is live TERMINATED, with no completion
+    # heard (TuneController._cleanup_trials), then ends the experiment; a paused trial
+    # stays PAUSED.
     client = MlflowClient(uri)
-    paused = SimpleNamespace(**vars(trial), status="PAUSED")
-    second.on_experiment_end([paused, SimpleNamespace(**vars(other), status="PAUSED")])
+    trial.set_status(trial.TERMINATED)
+    other.set_status(other.PAUSED)
+    second.on_experiment_end(trials=[trial, other])
     assert client.get_run(first.run_ids[trial.trial_id]).info.status == "KILLED"
+    assert client.get_run(second.run_ids[other.trial_id]).info.status == "KILLED"
     third = MLflowTrialCallback(uri, experiment)
     third.set_state(second.get_state())
-    third.on_trial_start(0, [], trial)
+    trial.set_status(trial.PENDING)
+    start(third, trial, [trial, other])
     assert client.get_run(third.run_ids[trial.trial_id]).info.status == "RUNNING"
-    third.on_trial_complete(0, [], trial)
+    # Completed: the callbacks hear it while the trial is RUNNING, then it is TERMINATED
+    # (TuneController.stop_trial).
+    third.on_trial_complete(iteration=0, trials=[trial, other], trial=trial)
+    trial.set_status(trial.TERMINATED)
     assert client.get_run(third.run_ids[trial.trial_id]).info.status == "FINISHED"
     # Named by stage, seed and trial: what the MLflow UI lists.
     assert sorted(run.data.tags["mlflow.runName"] for run in runs) == [

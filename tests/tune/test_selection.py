@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,27 +153,51 @@ def test_nothing_to_select_is_an_error() -> None:
         select(empty, [Candidate("x", "x", {"shared": "x"})])
 
 
-def test_the_best_scored_checkpoint_of_all_trials() -> None:
-    from types import SimpleNamespace
+def tune_result(folder: Path, *kept: tuple[str, float, int]) -> Any:
+    """A trial's ``ray.tune.Result`` as Tune's ResultGrid builds it: every kept checkpoint
+    (a ``ray.tune.Checkpoint`` of the folder ``folder / label``, as RLlib's Trainable saves
+    it) with the training result it was saved with, in the order kept; the last is the
+    latest (``Result.checkpoint``, the same object)."""
+    from ray import tune as ray_tune
 
+    best_checkpoints = []
+    for name, score, iteration in kept:
+        (folder / name).mkdir(parents=True)
+        metrics = {"env_runners": {"episode_return_mean": score}, "training_iteration": iteration}
+        best_checkpoints.append((ray_tune.Checkpoint.from_directory(folder / name), metrics))
+    latest, metrics = best_checkpoints[-1]
+    return ray_tune.Result(
+        metrics=metrics,
+        checkpoint=latest,
+        error=None,
+        path=str(folder / Path(kept[0][0]).parent),
+        best_checkpoints=best_checkpoints,
+    )
+
+
+def label(checkpoint: Any, folder: Path) -> str:
+    """A checkpoint's folder relative to ``folder`` (``tune_result``'s label)."""
+    return Path(checkpoint.path).relative_to(folder).as_posix()
+
+
+def test_the_best_scored_checkpoint_of_all_trials(tmp_path: Path) -> None:
     from tune.selection import best_scored_checkpoint
 
-    def trial(*kept: tuple[str, float, int]) -> SimpleNamespace:
-        return SimpleNamespace(
-            best_checkpoints=[
-                (label, {"env_runners": {"episode_return_mean": score}, "training_iteration": it})
-                for label, score, it in kept
-            ]
-        )
-
     results = [
-        trial(("a/1", -3.0, 1), ("a/2", -1.5, 2)),
-        trial(("b/1", float("nan"), 1), ("b/2", -1.5, 3), ("b/3", -4.0, 4)),
+        tune_result(tmp_path, ("a/1", -3.0, 1), ("a/2", -1.5, 2)),
+        tune_result(tmp_path, ("b/1", float("nan"), 1), ("b/2", -1.5, 3), ("b/3", -4.0, 4)),
     ]
     key = "env_runners/episode_return_mean"
+
+    def best(order: str) -> tuple[str, float]:
+        checkpoint, value = best_scored_checkpoint(results, key, order)
+        # The very object Tune kept, not a copy.
+        assert any(checkpoint is kept for r in results for kept, _ in r.best_checkpoints)
+        return label(checkpoint, tmp_path), value
+
     # -1.5 twice: the later iteration (b/2, iteration 3) wins; NaN never does.
-    assert best_scored_checkpoint(results, key, "max") == ("b/2", -1.5)
-    assert best_scored_checkpoint(results, key, "min") == ("b/3", -4.0)
+    assert best("max") == ("b/2", -1.5)
+    assert best("min") == ("b/3", -4.0)
     with pytest.raises(ValueError, match=r"no kept checkpoint reported 'env_runners/x'"):
         best_scored_checkpoint(results, "env_runners/x", "max")
 
@@ -195,23 +220,15 @@ def test_checkpoints_are_kept_by_the_declared_score(tmp_path: Path) -> None:
         config_from_dict({"checkpoint": {"score": "reward"}})
 
 
-def test_a_trial_keeps_its_best_scored_checkpoint_or_its_latest() -> None:
-    from types import SimpleNamespace
-
+def test_a_trial_keeps_its_best_scored_checkpoint_or_its_latest(tmp_path: Path) -> None:
     from tune.selection import trial_checkpoint
 
     key = "env_runners/episode_return_mean"
-    result = SimpleNamespace(
-        checkpoint="t/3",  # the latest
-        best_checkpoints=[
-            ("t/1", {"env_runners": {"episode_return_mean": -2.0}, "training_iteration": 1}),
-            ("t/2", {"env_runners": {"episode_return_mean": -0.5}, "training_iteration": 2}),
-            ("t/3", {"env_runners": {"episode_return_mean": -1.0}, "training_iteration": 3}),
-        ],
-    )
-    assert trial_checkpoint(result, key, "max") == "t/2"
-    assert trial_checkpoint(result, key, "min") == "t/1"
-    assert trial_checkpoint(result, None, "max") == "t/3"  # no declared score
+    result = tune_result(tmp_path, ("t/1", -2.0, 1), ("t/2", -0.5, 2), ("t/3", -1.0, 3))
+    assert label(trial_checkpoint(result, key, "max"), tmp_path) == "t/2"
+    assert label(trial_checkpoint(result, key, "min"), tmp_path) == "t/1"
+    latest = trial_checkpoint(result, None, "max")  # no declared score
+    assert label(latest, tmp_path) == "t/3" and latest is result.checkpoint
 
 
 def test_an_episode_with_jobs_unfinished_is_told_apart_by_its_counts() -> None:
