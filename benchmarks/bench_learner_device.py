@@ -24,6 +24,7 @@ two steps::
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -37,6 +38,7 @@ import torch
 from common import case_list, label_argument, positive_int, print_table, write_results
 
 from tune.cli import OneLineParser
+from tune.paths import writable_folder_problem
 
 # Cases as bench_training.py trains them: the config and the overrides of its case.
 CASES: dict[str, tuple[str, list[str]]] = {
@@ -223,17 +225,46 @@ def optional_label(text: str) -> str:
     return text and label_argument(text)
 
 
+def check_folders(args: argparse.Namespace) -> None:
+    """ValueError unless ``record --out`` is a folder this user can create or write
+    (:func:`tune.paths.writable_folder_problem`; nothing is created here) and ``time
+    --data`` is an existing folder: asked before the environment is built or a case timed,
+    so that a bad folder never costs the recording."""
+    if args.step == "record":
+        problem = writable_folder_problem(str(args.out))
+        if problem is not None:
+            raise ValueError(f"--out {args.out}: {problem}")
+    elif args.step == "time" and not args.data.is_dir():
+        what = "is not a folder" if args.data.exists() else "does not exist"
+        raise ValueError(
+            f"--data {args.data} {what}; give the folder `record --out` wrote "
+            "(or run `record` first)"
+        )
+
+
 def build_parser() -> OneLineParser:
-    """The command line; a bad value is one line and exit 2 before anything is recorded or
-    timed (:meth:`OneLineParser.parse_or_exit`)."""
+    """The command line; a bad value -- a ``record --out`` that cannot be written, a
+    ``time --data`` that is no folder included -- is one line and exit 2 before anything is
+    recorded or timed (:meth:`OneLineParser.parse_or_exit`, :func:`check_folders`)."""
     parser = OneLineParser(prog="bench_learner_device.py", description=__doc__.split("\n\n")[0])
     steps = parser.add_subparsers(dest="step")
     record_step = steps.add_parser("record", help="record minibatches and settings")
-    record_step.add_argument("--out", type=Path, required=True)
-    record_step.add_argument("--cases", default=",".join(CASES))
+    record_step.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="folder for <case>.npz and <case>.json (made if missing; checked before any work)",
+    )
+    record_step.add_argument(
+        "--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}"
+    )
     time_step = steps.add_parser("time", help="time the update on a device")
-    time_step.add_argument("--data", type=Path, required=True)
-    time_step.add_argument("--cases", default=",".join(CASES))
+    time_step.add_argument(
+        "--data", type=Path, required=True, help="the existing folder `record --out` wrote"
+    )
+    time_step.add_argument(
+        "--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}"
+    )
     time_step.add_argument("--device", default="cpu", help="torch device: cpu, cuda, cuda:1")
     time_step.add_argument(
         "--threads", type=positive_int, default=2, help="CPU threads, >= 1 (default 2)"
@@ -259,9 +290,19 @@ def time_cases(
         device = torch.device(device_name)
     except RuntimeError as error:
         raise SystemExit(f"bench_learner_device: --device {device_name!r}: {error}") from None
+    if device.type not in ("cpu", "cuda"):
+        # synchronize() waits for CUDA only: another device's queued work would go untimed.
+        raise SystemExit(f"bench_learner_device: --device {device_name!r}: use cpu or cuda[:N]")
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("bench_learner_device: --device cuda, but torch sees no GPU here")
-    missing = [c for c in cases if not (data / f"{c}.npz").is_file()]
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise SystemExit(
+            f"bench_learner_device: --device {device_name!r}, but torch sees "
+            f"{torch.cuda.device_count()} GPU(s) here (cuda:0 ...)"
+        )
+    missing = [
+        c for c in cases if not all((data / f"{c}.{kind}").is_file() for kind in ("npz", "json"))
+    ]
     if missing:
         raise SystemExit(
             f"bench_learner_device: no recording of {missing} in {data}; run `record` first"
@@ -282,6 +323,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     args = parser.parse_or_exit([] if argv is None else argv)
     try:
         cases = case_list(getattr(args, "cases", ",".join(CASES)), list(CASES))
+        check_folders(args)
     except ValueError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
     if args.step == "record":

@@ -15,7 +15,12 @@ each setting, with every row of every table (settings not run this time, or whos
 failed, keep their last record there). A training run that exits non-zero but still prints
 its JSON result (train.py exits 1 when only the MLflow logging failed) is kept, with a
 warning line and its exit status in the record; one without its result stops the benchmark
-with one line naming the setting (exit 1). ``--help`` lists the settings.
+with one line naming the setting (exit 1). A result without the evaluation (train.py's
+``--skip-evaluation``) is one row saying the evaluation was skipped, with the training's
+figures and checkpoint (``evaluation_skipped`` in the record). A result the report cannot
+make a table of is written all the same, train.py's whole object under ``train_output``
+with ``report_error``, said on stderr; the other settings still run, and the benchmark
+exits 1 naming the settings whose report failed. ``--help`` lists the settings.
 """
 
 from __future__ import annotations
@@ -113,7 +118,8 @@ def train(setting: Setting) -> tuple[dict[str, Any], float, int]:
 
     A non-zero exit with the JSON object still on stdout's last line (train.py exits 1 when
     only the MLflow logging failed: ``evaluation_unlogged``) keeps the result, with one
-    warning line on stderr; without the object, RuntimeError naming the setting."""
+    warning line on stderr; so does an object without the evaluation (``--skip-evaluation``:
+    :func:`report` says so). Without the object, RuntimeError naming the setting."""
     command = [
         sys.executable,
         str(TRAIN),
@@ -130,7 +136,7 @@ def train(setting: Setting) -> tuple[dict[str, Any], float, int]:
     )
     elapsed = time.perf_counter() - started
     payload, problem = read_train_output(result.stdout, result.returncode)
-    if payload is None or not {"summary", "evaluation"} <= payload.keys():
+    if payload is None:
         last_error = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
         raise RuntimeError(
             f"train.py on {setting.name} exited with status {result.returncode}"
@@ -147,6 +153,19 @@ def train(setting: Setting) -> tuple[dict[str, Any], float, int]:
 
 def _hours(seconds: Any) -> str:
     return "-" if seconds is None else f"{seconds / 3600:.3f}"
+
+
+def _minutes(seconds: Any) -> float | None:
+    """Seconds as minutes to 2 places; None when there is no number."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        return None
+    return round(seconds / 60, 2)
+
+
+def evaluated(payload: dict[str, Any]) -> bool:
+    """Whether train.py's object holds the held-out evaluation: not when it ran with
+    ``--skip-evaluation`` (``evaluation`` and ``summary`` empty) or left the part out."""
+    return bool(payload.get("evaluation"))
 
 
 def rows_of(setting: Setting, payload: dict[str, Any]) -> list[dict[str, Any]]:
@@ -184,11 +203,69 @@ def rows_of(setting: Setting, payload: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def report_unevaluated(
+    setting: Setting, payload: dict[str, Any], wall_s: float, exit_status: int = 0
+) -> dict[str, Any]:
+    """:func:`report` of a result without the evaluation: one row saying it was skipped,
+    the training's figures and the trained policy's checkpoint kept; no goal judged."""
+    training = _minutes(payload.get("training_s"))
+    print_table(
+        f"{setting.name}: evaluation skipped, training "
+        f"{'?' if training is None else f'{training:.1f}'} min, wall {wall_s / 60:.1f} min"
+        f" | goal: {setting.goal} -> ? (nothing evaluated)",
+        ["", "policy", "avg JCT h ±95%", "p90 JCT h", "CS", "vs best"],
+        [["", "evaluation skipped", "-", "-", "-", "-"]],
+    )
+    print(f"  trained policy: {payload.get('checkpoint')}")
+    return {
+        "setting": setting.name,
+        "goal": setting.goal,
+        "goal_met": None,
+        "evaluation_skipped": True,
+        "best_heuristic": None,
+        "learned": None,
+        "heuristics": None,
+        "seeds": [],
+        "training_minutes": training,
+        "evaluation_minutes": _minutes(payload.get("evaluation_s")),
+        "wall_minutes": round(wall_s / 60, 2),
+        "checkpoint": payload.get("checkpoint"),
+        "validation": None,
+        "lower_bound": None,
+        "train_exit_status": exit_status,
+        "evaluation_unlogged": payload.get("evaluation_unlogged"),
+        "rows": [],
+    }
+
+
+def unreported(
+    setting: Setting, payload: dict[str, Any], wall_s: float, exit_status: int, error: Exception
+) -> dict[str, Any]:
+    """The record of a setting whose :func:`report` failed: the error and train.py's whole
+    object (``train_output``), so that nothing the training made is lost."""
+    return {
+        "setting": setting.name,
+        "goal": setting.goal,
+        "goal_met": None,
+        "report_error": f"{type(error).__name__}: {error}",
+        "training_minutes": _minutes(payload.get("training_s")),
+        "wall_minutes": round(wall_s / 60, 2),
+        "checkpoint": payload.get("checkpoint"),
+        "train_exit_status": exit_status,
+        "evaluation_unlogged": payload.get("evaluation_unlogged"),
+        "train_output": payload,
+        "rows": [],
+    }
+
+
 def report(
     setting: Setting, payload: dict[str, Any], wall_s: float, exit_status: int = 0
 ) -> dict[str, Any]:
     """Print the setting's table; return its record for the JSON file (``exit_status``:
-    train.py's, recorded with where an unlogged evaluation's files are)."""
+    train.py's, recorded with where an unlogged evaluation's files are). A result without
+    the evaluation: :func:`report_unevaluated`."""
+    if not evaluated(payload):
+        return report_unevaluated(setting, payload, wall_s, exit_status)
     rows = rows_of(setting, payload)
     met = goal_met(setting, payload)
     summary = payload["summary"]
@@ -233,6 +310,7 @@ def report(
         "setting": setting.name,
         "goal": setting.goal,
         "goal_met": met,
+        "evaluation_skipped": False,
         "best_heuristic": summary["best_heuristic"],
         "learned": summary["learned"],
         "heuristics": summary["heuristics"],
@@ -252,14 +330,38 @@ def report(
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Train and evaluate the selected settings (argv names them; default all); print one
     table per setting; write ``results/learning.json`` after each setting, so a later
-    setting's failure loses none of the earlier ones (nor the last records of the rest)."""
+    setting's failure loses none of the earlier ones (nor the last records of the rest).
+
+    A setting whose report fails (a result the table cannot be made of) is recorded all
+    the same, with the error and train.py's whole object (:func:`unreported`), said on
+    stderr, and the other settings still run; then RuntimeError naming those settings."""
     selected = selected_names(argv, list(SETTINGS), "bench_learning.py", about=__doc__)
     records: list[dict[str, Any]] = []
+    unreportable: list[str] = []
     for name in selected:
-        payload, wall_s, exit_status = train(SETTINGS[name])
-        records.append(report(SETTINGS[name], payload, wall_s, exit_status))
+        setting = SETTINGS[name]
+        payload, wall_s, exit_status = train(setting)
+        try:
+            record = report(setting, payload, wall_s, exit_status)
+        except Exception as error:  # whatever the table trips on, the training is kept
+            record = unreported(setting, payload, wall_s, exit_status, error)
+            unreportable.append(name)
+        records.append(record)
         done = [record["setting"] for record in records]
-        write_results("learning", [*earlier_records("learning", exclude=done), *records])
+        path = write_results("learning", [*earlier_records("learning", exclude=done), *records])
+        if name in unreportable:
+            print(
+                f"bench_learning.py: error: {name}: the report failed "
+                f"({record['report_error']}); train.py's result is kept in {path} "
+                f"(train_output of its record)",
+                file=sys.stderr,
+                flush=True,
+            )
+    if unreportable:
+        raise RuntimeError(
+            f"the report of {', '.join(unreportable)} failed; train.py's result is kept in "
+            f"{path} (train_output)"
+        )
     return records
 
 

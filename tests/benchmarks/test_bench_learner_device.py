@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from pathlib import Path
 from types import ModuleType
 
@@ -167,3 +168,87 @@ def test_bad_numbers_and_labels_are_one_line_before_any_timing(
     assert caught.value.code == 2
     out, err = capsys.readouterr()
     assert (out, err.splitlines()) == ("", [line])
+
+
+@pytest.fixture
+def no_recording(bench: ModuleType, monkeypatch: pytest.MonkeyPatch) -> list:
+    """``record`` replaced by a stand-in that notes its calls: none means no work began."""
+    calls: list = []
+    monkeypatch.setattr(bench, "record", lambda *args: calls.append(args))
+    return calls
+
+
+def test_an_out_under_a_file_is_one_line_before_anything_is_recorded(
+    bench: ModuleType,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    no_recording: list,
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    for out in (blocker / "recording", blocker):
+        with pytest.raises(SystemExit) as caught:
+            bench.main(["record", "--out", str(out), "--cases", "demo"])
+        assert caught.value.code == 2
+        assert capsys.readouterr() == (
+            "",
+            f"bench_learner_device.py: error: --out {out}: {blocker} is a file, not a folder\n",
+        )
+    assert no_recording == []
+    assert not (blocker.parent / "recording").exists()
+
+
+def test_an_unwritable_out_is_one_line_before_anything_is_recorded(
+    bench: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    no_recording: list,
+) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    # As root a chmod would not lock it; the check asks os.access, so ask it the answer.
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: Path(path) != locked and real_access(path, mode)
+    )
+    with pytest.raises(SystemExit) as caught:
+        bench.main(["record", "--out", str(locked / "recording")])
+    assert caught.value.code == 2
+    assert capsys.readouterr().err == (
+        f"bench_learner_device.py: error: --out {locked / 'recording'}: {locked} is not writable\n"
+    )
+    assert no_recording == []
+    # A folder that can be made is recorded into.
+    bench.main(["record", "--out", str(tmp_path / "new" / "recording"), "--cases", "demo"])
+    assert no_recording == [(tmp_path / "new" / "recording", ["demo"])]
+
+
+@pytest.mark.parametrize("what", ["does not exist", "is not a folder"])
+def test_data_that_is_no_folder_is_one_line_before_any_timing(
+    bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str], what: str
+) -> None:
+    data = tmp_path / "recording"
+    if what == "is not a folder":
+        data.write_text("x")
+    with pytest.raises(SystemExit) as caught:
+        bench.main(["time", "--data", str(data), "--cases", "demo"])
+    assert caught.value.code == 2
+    assert capsys.readouterr() == (
+        "",
+        f"bench_learner_device.py: error: --data {data} {what}; give the folder "
+        "`record --out` wrote (or run `record` first)\n",
+    )
+
+
+def test_a_recording_without_its_settings_or_a_device_it_cannot_time_is_refused(
+    bench: ModuleType, recorded: Path
+) -> None:
+    (recorded / "demo.json").unlink()
+    with pytest.raises(SystemExit, match=r"no recording of \['demo'\] .* run `record` first"):
+        bench.main(["time", "--data", str(recorded), "--cases", "demo"])
+    with pytest.raises(SystemExit, match="--device 'meta': use cpu or cuda"):
+        bench.main(["time", "--data", str(recorded), "--device", "meta"])
+    if torch.cuda.is_available():
+        with pytest.raises(SystemExit, match=r"--device 'cuda:99', but torch sees \d+ GPU"):
+            bench.main(["time", "--data", str(recorded), "--device", "cuda:99"])

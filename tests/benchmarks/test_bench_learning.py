@@ -201,3 +201,114 @@ def test_each_setting_is_written_when_done_so_a_later_failure_loses_none(
         ("demo", "new"),
     ]
     assert written[2]["train_exit_status"] == 0
+
+
+# What train.py --json prints after `--skip-evaluation`: the training's figures, no table.
+SKIPPED = {
+    "checkpoint": "/runs/demo/checkpoint",
+    "tracking_uri": "sqlite:///mlflow.db",
+    "experiment": "demo",
+    "policies": {},
+    "evaluation": {},
+    "summary": {},
+    "training_s": 600.0,
+    "evaluation_s": 0.0,
+}
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [SKIPPED, {key: value for key, value in SKIPPED.items() if key != "evaluation"}],
+    ids=["skip-evaluation", "no-evaluation-part"],
+)
+def test_a_result_without_its_evaluation_is_a_skipped_row_with_the_training_kept(
+    bench: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    payload: dict,
+) -> None:
+    monkeypatch.setattr(importlib.import_module("common"), "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, payload_then_exit(payload, 0)))
+    assert bench.cli(["demo"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert "demo: evaluation skipped, training 10.0 min" in out
+    lines = out.splitlines()
+    title = lines.index(next(line for line in lines if line.startswith("demo: evaluation")))
+    # The header, its rule, then the table's one row.
+    assert lines[title + 3].split() == ["evaluation", "skipped", "-", "-", "-", "-"]
+    assert "  trained policy: /runs/demo/checkpoint" in lines
+    [record] = json.loads((tmp_path / "results" / "learning.json").read_text())["results"]
+    assert record["setting"] == "demo"
+    assert record["evaluation_skipped"] is True
+    assert (record["goal_met"], record["rows"]) == (None, [])
+    assert (record["training_minutes"], record["checkpoint"]) == (10.0, "/runs/demo/checkpoint")
+    assert record["train_exit_status"] == 0
+
+
+def test_an_evaluated_result_is_recorded_as_not_skipped(
+    bench: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = bench.report(bench.SETTINGS["demo"], PAYLOAD, 660.0)
+    assert record["evaluation_skipped"] is False
+    assert [row["policy"] for row in record["rows"]] == ["learned-greedy", "fifo+tetris"]
+    assert "goal: learned avg JCT within 3% of the best heuristic -> MET" in capsys.readouterr().out
+
+
+def test_a_failed_report_keeps_that_result_and_every_other_settings(
+    bench: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # demo's summary lacks the keys the table is made of; contended's result is whole.
+    results = tmp_path / "results"
+    monkeypatch.setattr(importlib.import_module("common"), "RESULTS", results)
+    broken = {**PAYLOAD, "summary": {"learned": "learned-greedy"}}
+    body = (
+        "import json\n"
+        "config = sys.argv[sys.argv.index('--config') + 1]\n"
+        f"payload = {broken!r} if config.endswith('/demo.yaml') else {PAYLOAD!r}\n"
+        "print(json.dumps(payload))\n"
+    )
+    monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, body))
+    assert bench.cli(["demo", "contended"]) == 1
+    path = results / "learning.json"
+    assert capsys.readouterr().err.splitlines() == [
+        f"bench_learning.py: error: demo: the report failed (KeyError: 'best_heuristic'); "
+        f"train.py's result is kept in {path} (train_output of its record)",
+        f"bench_learning.py: error: the report of demo failed; train.py's result is kept in "
+        f"{path} (train_output)",
+    ]
+    demo, contended = json.loads(path.read_text())["results"]
+    assert demo["setting"] == "demo"
+    assert demo["report_error"] == "KeyError: 'best_heuristic'"
+    assert demo["train_output"] == broken
+    assert (demo["training_minutes"], demo["checkpoint"]) == (10.0, "/runs/demo/checkpoint")
+    # The setting after the failed report was still trained and reported.
+    assert (contended["setting"], contended["learned"]) == ("contended", "learned-greedy")
+    assert len(contended["rows"]) == 2
+
+
+def test_a_failed_report_is_written_before_the_next_setting_trains(
+    bench: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # demo's report fails, then contended's training fails: demo's result is on disk.
+    results = tmp_path / "results"
+    monkeypatch.setattr(importlib.import_module("common"), "RESULTS", results)
+    broken = {**PAYLOAD, "evaluation": {"learned-greedy": {"kind": "learned"}}}
+    body = payload_then_exit(broken, 0, fail_on="contended")
+    monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, body))
+    assert bench.cli(["demo", "contended"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("bench_learning.py: error: demo: the report failed (KeyError: ")
+    assert err[-1] == (
+        "bench_learning.py: error: train.py on contended exited with status 1: "
+        "train.py: error: a trial failed: boom"
+    )
+    [demo] = json.loads((results / "learning.json").read_text())["results"]
+    assert (demo["setting"], demo["train_output"]) == ("demo", broken)
