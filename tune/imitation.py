@@ -9,14 +9,20 @@ so the experiment's RLModule can first be trained supervised on what the heurist
    ``warm_start`` seed range, never ``evaluation.seeds``) and keeps every agent's
    observation and action at every step, with each agent's discounted return of the
    environment's reward (the algorithm's ``gamma``; with ``credit: job`` the re-attributed
-   rewards PPO learns from) for the critic.
+   rewards PPO learns from) for the critic, and whether that return is *censored*: an
+   episode the environment truncated (``horizon_intervals``) rather than terminated is
+   cut off, not over, and its recorded return stops at the horizon where PPO's (GAE's)
+   would go on with the critic's value of the last observation.
 2. :func:`pretrain` fits the module: masked cross-entropy of the actor's logits against
    the heuristic's actions, over the steps where the agent had a choice (a step with one
    legal action -- an idle agent that can only wait -- says nothing about the policy), plus
-   ``value_weight`` times the critic's mean squared error on every step, measured in units
-   of the returns' standard deviation so the weight means the same whatever the reward's
-   scale (the critic still predicts raw returns, as PPO's value targets are raw; its
-   output bias starts at the mean return, :func:`centre_critic`).
+   ``value_weight`` times the critic's mean squared error on every step whose return is
+   complete, measured in units of those returns' standard deviation so the weight means
+   the same whatever the reward's scale (the critic still predicts raw returns, as PPO's
+   value targets are raw; its output bias starts at their mean, :func:`centre_critic`).
+   The steps of truncated episodes teach the actor but are left out of everything the
+   critic is fitted and measured on (the report counts them); when every step is
+   censored the critic is not fitted at all, and the log says so.
 3. :func:`warm_start` does both for an :class:`~tune.experiment.ExperimentConfig`, reports
    the imitation accuracy on held-out recorded episodes and saves the module with
    ``save_to_path``; :func:`tune.rllib_config.algorithm_config` hands that folder to RLlib
@@ -46,7 +52,10 @@ class Trajectories:
     the heuristic's action ``[N]``; ``returns``: the agent's discounted return from that
     step ``[N]``; ``episodes``: the seed of the episode each row comes from ``[N]``;
     ``decided``: whether rollouts decided the row's action (an improved teacher's hold
-    candidates, held or not; all False for a plain heuristic) ``[N]``.
+    candidates, held or not; all False for a plain heuristic) ``[N]``; ``censored``:
+    whether the row's episode was truncated (at ``horizon_intervals``) instead of
+    terminated, so that ``returns`` stops at the horizon instead of at the episode's end
+    ``[N]`` (the critic is fitted on the other rows only: :attr:`complete`).
     """
 
     observations: dict[str, np.ndarray]
@@ -54,9 +63,28 @@ class Trajectories:
     returns: np.ndarray
     episodes: np.ndarray
     decided: np.ndarray
+    censored: np.ndarray
 
     def __len__(self) -> int:
         return len(self.actions)
+
+    @property
+    def complete(self) -> np.ndarray:
+        """Rows whose return runs to the episode's end: the critic's targets."""
+        return ~self.censored
+
+    def select(self, rows: np.ndarray) -> Trajectories:
+        """The rows ``rows`` (indices or a boolean mask) of every field."""
+        return Trajectories(
+            **{
+                field.name: (
+                    {key: value[rows] for key, value in self.observations.items()}
+                    if field.name == "observations"
+                    else getattr(self, field.name)[rows]
+                )
+                for field in dataclasses.fields(self)
+            }
+        )
 
     @property
     def legal_actions(self) -> np.ndarray:
@@ -91,6 +119,16 @@ class ImitationReport:
     departure_accuracy: float | None = None  # None without departures
     decided: int = 0
     decided_accuracy: float | None = None  # None without rows rollouts decided
+    # Rows left out of the critic's fit (and of its losses above): their episode was
+    # truncated, so their return is censored. With every training row censored the critic
+    # is not fitted and its losses and the return scale are NaN.
+    censored: int = 0
+    heldout_censored: int = 0
+
+    @property
+    def critic_measured(self) -> bool:
+        """Whether any training row had a complete return (to fit the critic on)."""
+        return self.censored < self.train_steps
 
     def summary(self) -> str:
         """One line for logs."""
@@ -98,8 +136,20 @@ class ImitationReport:
             f"warm start ({self.heuristic}): imitation accuracy {self.accuracy:.3f} on "
             f"{self.heldout_informative} held-out choices (train {self.train_accuracy:.3f}, "
             f"random legal action {self.random_accuracy:.3f}); cross-entropy "
-            f"{self.heldout_actor_loss:.4f}, critic MSE {self.heldout_critic_loss:.4f} "
-            f"(in units of the return std {self.return_scale:.2f})"
+            f"{self.heldout_actor_loss:.4f}, "
+            + (
+                f"critic MSE {self.heldout_critic_loss:.4f} "
+                f"(in units of the return std {self.return_scale:.2f})"
+                if self.critic_measured
+                else "critic not fitted"
+            )
+            + (
+                f"; {self.censored} of {self.train_steps} training rows "
+                f"({self.heldout_censored} of {self.heldout_steps} held out) left out of the "
+                "critic's fit: their episode was truncated, their return censored"
+                if self.censored or self.heldout_censored
+                else ""
+            )
             + (
                 f"; {self.decided_accuracy:.3f} on the {self.decided} held-out choices "
                 "rollouts decided"
@@ -147,6 +197,7 @@ def record_trajectories(
         returns=np.concatenate([episode.returns for episode in episodes]),
         episodes=np.concatenate([episode.episodes for episode in episodes]),
         decided=np.concatenate([episode.decided for episode in episodes]),
+        censored=np.concatenate([episode.censored for episode in episodes]),
     )
 
 
@@ -177,13 +228,23 @@ def record_episode(
     rewards: list[list[float]] = []
     infos: dict[str, dict[str, Any]] = {}
     decided: list[bool] = []
+    terminations: dict[str, bool] = {}
+    truncations: dict[str, bool] = {}
     while env.agents:
         chosen = driver.actions()
         steps.append([(agent, observations[agent], chosen[agent]) for agent in chosen])
         by_rollouts = driver.decided if isinstance(driver, HoldImprovedPolicy) else ()
         decided.extend(agent in by_rollouts for agent in chosen)
-        observations, reward, _, _, infos = env.step(chosen)
+        observations, reward, terminations, truncations, infos = env.step(chosen)
         rewards.append([float(reward[agent]) for agent in env.possible_agents])
+    # An agent whose episode was cut at the horizon (truncated, not terminated) has
+    # returns that stop there: PPO would bootstrap them with the critic, so they are no
+    # targets for it. The last step's flags say how the episode ended.
+    cut = {
+        agent
+        for agent in env.possible_agents
+        if truncations.get(agent, False) and not terminations.get(agent, False)
+    }
     # With per-job credit PPO learns from the re-attributed rewards; so does the critic.
     if CREDITED_REWARDS in infos.get(env.possible_agents[0], {}):
         rewards = np.stack([infos[agent][CREDITED_REWARDS] for agent in env.possible_agents], 1)
@@ -209,6 +270,7 @@ def record_episode(
         ),
         episodes=np.full(len(rows), seed, dtype=np.int64),
         decided=np.asarray(decided, dtype=bool),
+        censored=np.asarray([agent in cut for acted in steps for agent, _, _ in acted], bool),
     )
 
 
@@ -295,8 +357,9 @@ def _losses(
     decision_weight: float = 1.0,
 ) -> tuple[Any, Any, np.ndarray, np.ndarray]:
     """Actor and critic losses on ``rows`` (the rows rollouts decided weighing
-    ``decision_weight`` in the actor's, the others 1), the argmax action of each row and
-    which rows had a choice."""
+    ``decision_weight`` in the actor's, the others 1; the critic's the mean over the rows
+    whose return is complete, 0 without any), the argmax action of each row and which rows
+    had a choice."""
     import torch
     from ray.rllib.core.columns import Columns
 
@@ -313,8 +376,12 @@ def _losses(
         logits, actions, obs["action_mask"], confidence, explore, weights
     )
     values = module.compute_values({Columns.OBS: obs}, out.get(Columns.EMBEDDINGS))
-    targets = torch.as_tensor(trajectories.returns[rows], dtype=values.dtype)
-    critic = torch.mean(((values - targets) / scale) ** 2)
+    complete = torch.as_tensor(trajectories.complete[rows])
+    if bool(complete.any()):
+        targets = torch.as_tensor(trajectories.returns[rows], dtype=values.dtype)
+        critic = torch.mean(((values[complete] - targets[complete]) / scale) ** 2)
+    else:
+        critic = values.sum() * 0.0
     return actor, critic, logits.argmax(-1).numpy(), informative.numpy()
 
 
@@ -334,8 +401,9 @@ def evaluate_imitation(
     scale: float,
     minibatch_size: int = 512,
 ) -> dict[str, Any]:
-    """Cross-entropy, critic MSE (in return stds) and argmax accuracy on the choices, and
-    the accuracy on the :func:`departures` from the advice (None without any)."""
+    """Cross-entropy and argmax accuracy on the choices, critic MSE (in return stds) on
+    the rows whose return is complete (NaN without any), and the accuracy on the
+    :func:`departures` from the advice (None without any)."""
     import torch
 
     actor_sum = critic_sum = 0.0
@@ -345,14 +413,15 @@ def evaluate_imitation(
             rows = np.arange(start, min(start + minibatch_size, len(trajectories)))
             actor, critic, argmax, informative = _losses(module, trajectories, rows, scale)
             actor_sum += float(actor) * int(informative.sum())
-            critic_sum += float(critic) * len(rows)
+            critic_sum += float(critic) * int(trajectories.complete[rows].sum())
             predicted[rows] = argmax
     hits = predicted == trajectories.actions
     choices, departed = trajectories.informative, departures(trajectories)
+    complete = int(trajectories.complete.sum())
     decided = trajectories.decided & choices
     return {
         "actor_loss": actor_sum / max(int(choices.sum()), 1),
-        "critic_loss": critic_sum / len(trajectories),
+        "critic_loss": critic_sum / complete if complete else float("nan"),
         "accuracy": float(hits[choices].mean()) if choices.any() else float("nan"),
         "informative": float(choices.sum()),
         "departure_accuracy": float(hits[departed].mean()) if departed.any() else None,
@@ -369,7 +438,8 @@ def random_legal_accuracy(trajectories: Trajectories) -> float:
 
 
 def centre_critic(module: Any, trajectories: Trajectories, rows: int = 256) -> bool:
-    """Shift the critic's output bias so its mean on ``trajectories`` is the mean return.
+    """Shift the critic's output bias so its mean on the rows of ``trajectories`` whose
+    return is complete is their mean return (a ``ValueError`` without such rows).
 
     Returns run to tens of reward units while a fresh critic outputs about 0, and Adam
     moves a bias by about ``lr`` per step: without this the whole warm start goes into
@@ -380,7 +450,10 @@ def centre_critic(module: Any, trajectories: Trajectories, rows: int = 256) -> b
     import torch
     from ray.rllib.core.columns import Columns
 
-    sample = np.linspace(0, len(trajectories) - 1, min(rows, len(trajectories))).astype(int)
+    complete = np.flatnonzero(trajectories.complete)
+    if not len(complete):
+        raise ValueError("no row with a complete return to centre the critic on")
+    sample = complete[np.linspace(0, len(complete) - 1, min(rows, len(complete))).astype(int)]
     obs = _batch(trajectories, sample)
     module.zero_grad()
     mean_value = module.compute_values({Columns.OBS: obs}).mean()
@@ -389,7 +462,7 @@ def centre_critic(module: Any, trajectories: Trajectories, rows: int = 256) -> b
         grad = parameter.grad
         if parameter.numel() == 1 and grad is not None and abs(float(grad) - 1.0) < 1e-6:
             with torch.no_grad():
-                parameter += float(np.mean(trajectories.returns)) - float(mean_value)
+                parameter += float(np.mean(trajectories.returns[complete])) - float(mean_value)
             module.zero_grad()
             return True
     module.zero_grad()
@@ -417,16 +490,30 @@ def pretrain(
     step size ``lr`` throughout or along a half cosine to 0 with ``lr_schedule="cosine"``;
     the actor's target puts ``confidence`` on the teacher's action and the rest where
     ``explore`` says, see :func:`masked_cross_entropy`); deterministic for a given
-    ``seed``. Returns the report on ``heldout``."""
+    ``seed``. The critic is fitted (and measured) on the rows whose return is complete
+    only; with none, not at all (logged). Returns the report on ``heldout``."""
     import torch
 
     torch.manual_seed(seed)
     order_rng = np.random.default_rng(seed)
-    scale = float(max(np.std(train.returns), 1e-6))
-    if value_weight > 0 and not centre_critic(module, train) and log is not None:
+    complete = train.returns[train.complete]
+    censored = len(train) - len(complete)
+    fit_critic = len(complete) > 0
+    scale = float(max(np.std(complete), 1e-6)) if fit_critic else float("nan")
+    if log is not None and censored:
+        log(
+            f"warm start: {censored} of {len(train)} training rows come from episodes "
+            "truncated at the horizon (horizon_intervals): their returns are censored, "
+            + (
+                "so the critic is fitted without them"
+                if fit_critic
+                else "so the critic is not fitted (only the actor is cloned)"
+            )
+        )
+    if value_weight > 0 and fit_critic and not centre_critic(module, train) and log is not None:
         log(
             "warm start: no critic output bias found to centre on the mean return "
-            f"({float(np.mean(train.returns)):.2f}); the fit has to learn the offset"
+            f"({float(np.mean(complete)):.2f}); the fit has to learn the offset"
         )
     optimizer = torch.optim.Adam(module.parameters(), lr=lr)
     steps = epochs * math.ceil(len(train) / minibatch_size)
@@ -443,17 +530,17 @@ def pretrain(
             actor, critic, _, _ = _losses(
                 module, train, rows, scale, confidence, explore, decision_weight
             )
-            loss = actor + value_weight * critic
+            loss = actor + value_weight * critic if fit_critic else actor
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             if schedule is not None:
                 schedule.step()
         if log is not None:
+            critic_mse = f", critic MSE {critic.item():.4f}" if fit_critic else ""
             log(
-                f"warm start epoch {epoch + 1}/{epochs}: cross-entropy {actor.item():.4f}, "
-                f"critic MSE {critic.item():.4f} (last minibatch), "
-                f"lr now {optimizer.param_groups[0]['lr']:.3g}"
+                f"warm start epoch {epoch + 1}/{epochs}: cross-entropy {actor.item():.4f}"
+                f"{critic_mse} (last minibatch), lr now {optimizer.param_groups[0]['lr']:.3g}"
             )
     module.eval()
     on_train = evaluate_imitation(module, train, scale)
@@ -477,6 +564,8 @@ def pretrain(
         departure_accuracy=on_heldout["departure_accuracy"],
         decided=int(on_heldout["decided"]),
         decided_accuracy=on_heldout["decided_accuracy"],
+        censored=censored,
+        heldout_censored=int(heldout.censored.sum()),
     )
 
 
