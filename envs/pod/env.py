@@ -377,7 +377,6 @@ class PodSchedulingEnv(ParallelEnv):
                 sim, self.shares, self._partition_gpus, cfg.contention_weight, 1.0
             )
         more = sim.run_until_decision()
-        intervals = (sim.now - start) / cfg.interval_s
         self._stretch_start = sim.now
         if cfg.reward == "progress":
             rewards = progress_rewards(sim, work_before, self.shares)
@@ -391,7 +390,9 @@ class PodSchedulingEnv(ParallelEnv):
                 self.credit.settle_stretch(present - undecided, self.homes, cfg.interval_s)
         else:
             assert contention is not None
-            rewards = contention * intervals
+            # The state is the one the round's placements left: it held from the round
+            # on, not from the stretch's start (0 for the first stretch, before any round).
+            rewards = contention * (sim.now - self._round_time) / cfg.interval_s
         finished = np.flatnonzero(sim.status == JobStatus.FINISHED)
         done = finished.tolist()
         for jobs in self.running_in:

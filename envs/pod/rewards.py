@@ -8,7 +8,8 @@
   stretch, in intervals, so the episode return is -sum(JCT) / interval.
 - ``contention`` (000 eq. 2): -W1 * mean CS of the running jobs the agent placed tasks of
   + W2 * the busy fraction of its partition's GPUs, W2 = 1 - W1, taken right after the
-  round's placements and counted once per interval of the stretch.
+  round's placements and counted once per interval it held: from the round to the next
+  decision (the first stretch's time before its round, with nothing placed, counts none).
 """
 
 from __future__ import annotations

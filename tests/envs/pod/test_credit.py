@@ -67,7 +67,7 @@ def test_credit_moves_reward_between_steps_without_changing_the_total(seed: int)
     paid, infos = _play(PodSchedulingEnv(**fields, credit="job"), seed)
     credited = np.stack([infos[agent]["credited_rewards"] for agent in sorted(infos)], axis=1)
     assert credited.shape == paid.shape
-    # The episode's total is every job's time in the system after the first round.
+    # The episode's total is every job's time in the system from its arrival: -sum(JCT)/interval.
     assert credited.sum() == pytest.approx(paid.sum(), rel=1e-12)
     # Paid: only round ends carry the jct reward; credited: the placement steps do.
     assert np.count_nonzero(credited) > 2 * np.count_nonzero(paid)

@@ -287,6 +287,27 @@ def test_contention_reward_weights() -> None:
     assert (returns < 0).all()
 
 
+def test_contention_reward_counts_from_the_round() -> None:
+    """The state a round leaves is paid for the time it held: from the round to the next
+    decision. With W1 = 1 and nothing running, each agent's mean CS is 1 by definition, so
+    a first round where every agent waits pays exactly -(t2 - t1) / interval each, not
+    -(t2 - 0) / interval (the stretch from time 0, before the first round)."""
+    env = PodSchedulingEnv(num_jobs=12, reward="contention", contention_weight=1.0)
+    observations, _ = env.reset(seed=1)
+    first_round = env.sim.now
+    assert first_round > 0  # otherwise the two readings agree
+    paid = dict.fromkeys(env.possible_agents, 0.0)
+    while env.sim.now == first_round:  # every agent waits until the round ends
+        wait = {agent: len(obs["action_mask"]) - 1 for agent, obs in observations.items()}
+        assert all(observations[agent]["action_mask"][action] for agent, action in wait.items())
+        observations, rewards, *_ = env.step(wait)
+        for agent, reward in rewards.items():
+            paid[agent] += reward
+    assert not env.sim.running_jobs().size
+    held = (env.sim.now - first_round) / env.config.interval_s
+    assert paid == pytest.approx(dict.fromkeys(paid, -held), abs=1e-12)
+
+
 def test_forwarding_limit_and_homes() -> None:
     env = PodSchedulingEnv(num_jobs=10, forward_limit=0)
     observations, _ = env.reset(seed=3)
