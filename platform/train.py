@@ -430,6 +430,8 @@ def train_and_evaluate(
                 "chosen": checkpoint,
                 "avg_jct": validation,
                 "per_seed_avg_jct": selection.per_seed,
+                # Seeds where a candidate left a job unfinished (its avg JCT a lower bound).
+                "unfinished_seeds": selection.unfinished_seeds,
                 "seeds": list(experiment.evaluation.validation_seeds),
                 "selection_confidence": experiment.evaluation.selection_confidence,
             }

@@ -16,8 +16,13 @@ validation seeds with ``evaluation.selection_confidence`` (one-sided paired Stud
 Bonferroni over the checkpoints compared; :func:`significantly_lower`). Picking the
 lowest of several noisy means favours whichever candidate the few validation workloads
 happen to flatter: on five seeds, a checkpoint 0.15% below the clone was chosen once and
-came out 1.4% above it on the held-out seeds. A warm start that leaves a validation job
-unfinished defends nothing, and the lowest mean decides.
+came out 1.4% above it on the held-out seeds.
+
+A candidate that leaves a validation job unfinished is flattered: its avg JCT counts such a
+job's time so far, a lower bound. So it is chosen only when every candidate did so (then
+the rule above decides among them all): a warm start that left one defends nothing (the
+lowest mean of the others decides), and a checkpoint that left one never replaces a warm
+start that finished everything.
 
 How to use::
 
@@ -57,12 +62,14 @@ class Candidate:
 
 
 class Selection(NamedTuple):
-    """What :func:`select` found: the candidate to evaluate, and every candidate's mean
-    and per-seed :data:`SELECTION_METRIC` by label."""
+    """What :func:`select` found: the candidate to evaluate, every candidate's mean and
+    per-seed :data:`SELECTION_METRIC` by label, and per label the seeds on which it left a
+    job unfinished (:func:`left_jobs_unfinished`)."""
 
     chosen: Candidate
     scores: dict[str, float]
     per_seed: dict[str, list[float]]
+    unfinished_seeds: dict[str, list[int]]
 
 
 def checkpoint_candidates(
@@ -114,8 +121,16 @@ def select(
     per_seed = [
         values[index * len(seeds) : (index + 1) * len(seeds)] for index in range(len(candidates))
     ]
-    # The first candidate's episodes (the warm start's, when there is one).
-    incumbent_episodes = [episode["metrics"] for episode in played[: len(seeds)]]
+    unfinished = [
+        [
+            seed
+            for seed, episode in zip(
+                seeds, played[index * len(seeds) : (index + 1) * len(seeds)], strict=True
+            )
+            if left_jobs_unfinished(episode["metrics"])
+        ]
+        for index in range(len(candidates))
+    ]
     scores = {
         candidate.label: finite_mean(values)
         for candidate, values in zip(candidates, per_seed, strict=True)
@@ -125,34 +140,49 @@ def select(
         labels,
         per_seed,
         evaluation.selection_confidence,
-        incumbent_unfinished=any(map(left_jobs_unfinished, incumbent_episodes)),
+        unfinished=[bool(seeds_left) for seeds_left in unfinished],
     )
-    return Selection(candidates[best], scores, dict(zip(labels, per_seed, strict=True)))
+    return Selection(
+        candidates[best],
+        scores,
+        dict(zip(labels, per_seed, strict=True)),
+        dict(zip(labels, unfinished, strict=True)),
+    )
 
 
 def chosen_index(
     labels: Sequence[str],
     per_seed: Sequence[Sequence[float]],
     confidence: float,
-    incumbent_unfinished: bool = False,
+    unfinished: Sequence[bool] | None = None,
 ) -> int:
     """The candidate to evaluate, by index, from each candidate's per-seed values (NaN: no
-    job arrived). Without a warm start first (``labels[0]``), with ``confidence`` 0, or
-    with a warm start that left a validation job unfinished (``incumbent_unfinished``, or
-    a value that is not finite): the lowest mean, the earlier of equals, NaN last. With
-    one: the warm start, unless checkpoints are :func:`significantly_lower` at
-    ``confidence`` over all of them (Bonferroni); then the lowest mean of those."""
+    job arrived) and whether it left a validation job unfinished (``unfinished``, default
+    none did). Only candidates that finished every job are eligible, unless none did (then
+    all are). Without a warm start first (``labels[0]``), with ``confidence`` 0, or with a
+    warm start that is not eligible or has a value that is not finite: the eligible
+    candidate with the lowest mean, the earlier of equals, NaN last. With one: the warm
+    start, unless eligible checkpoints are :func:`significantly_lower` at ``confidence``
+    over all checkpoints (Bonferroni); then the lowest mean of those."""
     from tune.evaluation import finite_mean
 
+    left = list(unfinished) if unfinished is not None else [False] * len(labels)
+    if len(left) != len(labels):
+        raise ValueError(f"{len(left)} unfinished flags for {len(labels)} candidates")
+    eligible = [i for i in range(len(labels)) if not left[i]] or list(range(len(labels)))
     means = [_finite(finite_mean(list(values))) for values in per_seed]
-    lowest = min(range(len(labels)), key=lambda i: means[i])
+    lowest = min(eligible, key=lambda i: means[i])
     incumbent = per_seed[0]
-    defends = not incumbent_unfinished and all(map(math.isfinite, incumbent))
+    defends = 0 in eligible and all(map(math.isfinite, incumbent))
     if labels[0] != WARM_START or confidence == 0 or not defends:
         return lowest
     challengers = range(1, len(labels))
     level = 1.0 - (1.0 - confidence) / max(1, len(challengers))
-    better = [i for i in challengers if significantly_lower(per_seed[i], incumbent, level)]
+    better = [
+        i
+        for i in challengers
+        if i in eligible and significantly_lower(per_seed[i], incumbent, level)
+    ]
     return min(better, key=lambda i: means[i], default=0)
 
 

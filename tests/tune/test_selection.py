@@ -66,7 +66,7 @@ def test_the_lowest_validation_jct_wins_and_ties_go_to_the_first(tmp_path, greed
         Candidate("b", second, {"shared": second}),
         Candidate("a again", first, {"shared": first}),
     ]
-    chosen, scores, per_seed = select(experiment(greedy), candidates)
+    chosen, scores, per_seed, unfinished = select(experiment(greedy), candidates)
     # Each score is the candidate's mean avg JCT over the validation seeds, as evaluate()
     # reports it for the same mode.
     for candidate in candidates:
@@ -77,10 +77,17 @@ def test_the_lowest_validation_jct_wins_and_ties_go_to_the_first(tmp_path, greed
         assert per_seed[candidate.label] == pytest.approx(
             [episode["avg_jct"] for episode in row["episodes"]], nan_ok=True
         )
+        assert unfinished[candidate.label] == [
+            seed
+            for seed, episode in zip([21, 22], row["episodes"], strict=True)
+            if episode["jobs_finished"] < episode["jobs_total"]
+        ]
     assert scores["a"] == pytest.approx(scores["a again"], nan_ok=True)
-    # NaN ranks last; equal scores go to the earlier candidate.
+    # Those that finished every job first (all if none did); NaN ranks last; equal scores
+    # go to the earlier candidate.
     ranked = {label: math.inf if math.isnan(v) else v for label, v in scores.items()}
-    expected = "a" if ranked["a"] <= ranked["b"] else "b"
+    eligible = [label for label in ("a", "b") if not unfinished[label]] or ["a", "b"]
+    expected = min(eligible, key=lambda label: ranked[label])
     assert chosen.label == expected and chosen.modules == {"shared": chosen.path}
 
 
@@ -117,7 +124,18 @@ def test_the_warm_start_stays_unless_a_checkpoint_is_significantly_better() -> N
     assert chosen_index(["a", "lucky", "steady"], [warm, lucky, steady], 0.95) == 1
     # A warm start that left a job unfinished defends nothing: the JCT metrics count such
     # a job's time so far (finite), so select() says so; NaN (no job arrived) too.
-    assert chosen_index(labels, [warm, lucky, steady], 0.95, incumbent_unfinished=True) == 1
+    assert chosen_index(labels, [warm, lucky, steady], 0.95, [True, False, False]) == 1
+    # Flattered the same way, a checkpoint never replaces a warm start that finished
+    # everything (steady is significantly lower, but left a job), nor is it the lowest
+    # mean among the others (lucky's 8.33 is skipped for steady's 9.0).
+    assert chosen_index(labels, [warm, lucky, steady], 0.95, [False, False, True]) == 0
+    assert chosen_index(labels, [warm, lucky, steady], 0.0, [False, True, False]) == 2
+    assert chosen_index(labels, [warm, lucky, steady], 0.95, [True, True, False]) == 2
+    # When every candidate left one, all compete again under the usual rule.
+    assert chosen_index(labels, [warm, lucky, steady], 0.95, [True] * 3) == 2
+    assert chosen_index(labels[:2], [warm, lucky], 0.95, [True] * 2) == 0
+    with pytest.raises(ValueError, match="2 unfinished flags for 3 candidates"):
+        chosen_index(labels, [warm, lucky, steady], 0.95, [True, False])
     assert chosen_index(labels, [[10.0, math.nan, 10.0], lucky, steady], 0.95) == 1
     # Among significant checkpoints the lowest mean wins, the earlier of equals.
     better = [8.0, 8.1, 7.9]
