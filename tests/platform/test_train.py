@@ -12,10 +12,12 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -427,7 +429,16 @@ def test_validation_chooses_among_the_warm_start_and_the_checkpoints(
         assert len(values) == 2
         assert scores[label] == pytest.approx(finite_mean(values), nan_ok=True)
     labels = list(per_seed)
-    best_label = labels[chosen_index(labels, [per_seed[label] for label in labels], 0.95)]
+    unfinished = validation["unfinished_seeds"]
+    assert list(unfinished) == labels and all(set(v) <= {300, 301} for v in unfinished.values())
+    best_label = labels[
+        chosen_index(
+            labels,
+            [per_seed[label] for label in labels],
+            0.95,
+            [bool(unfinished[label]) for label in labels],
+        )
+    ]
     chosen = Path(validation["chosen"])
     assert payload["checkpoint"] == validation["chosen"] and chosen.is_dir()
     if best_label == "warm start":
@@ -725,10 +736,9 @@ def test_training_rides_out_an_mlflow_outage(tmp_path: Path, gated_mlflow) -> No
 
 @pytest.mark.integration
 def test_ray_job_submit_on_a_real_head(tmp_path: Path, sqlite_uri: str) -> None:
-    import psutil
-
     dashboard = free_port()
-    session_dir = Path("/tmp") / f"rayjob-{os.getpid()}"
+    # A short absolute folder of its own: Ray's unix sockets live there (108-byte limit).
+    session_dir = Path(tempfile.mkdtemp(prefix="rayjob-", dir="/tmp"))
     env = {
         **os.environ,
         "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",  # the job's `python` is this venv's
@@ -746,22 +756,38 @@ def test_ray_job_submit_on_a_real_head(tmp_path: Path, sqlite_uri: str) -> None:
             "--ray-client-server-port",
         )
     }
-    start = subprocess.run(
-        [
-            str(BIN / "ray"),
-            *("start", "--head", "--num-cpus", "2", "--node-ip-address", "127.0.0.1"),
-            *(item for pair in ports.items() for item in pair),
-            *("--include-dashboard", "true", "--dashboard-host", "127.0.0.1"),
-            *("--dashboard-port", str(dashboard), "--temp-dir", str(session_dir)),
-            "--disable-usage-stats",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-    )
+    log = tmp_path / "ray-start.log"  # a file, not a pipe: nobody reads a pipe while it runs
+    with log.open("w") as log_file:
+        # `--block`: this process stays the parent of everything the head starts, and stops
+        # it all on SIGTERM; in a session of its own, its process group is the head's.
+        head = subprocess.Popen(
+            [
+                str(BIN / "ray"),
+                *("start", "--head", "--block", "--num-cpus", "2"),
+                *("--node-ip-address", "127.0.0.1"),
+                *(item for pair in ports.items() for item in pair),
+                *("--include-dashboard", "true", "--dashboard-host", "127.0.0.1"),
+                *("--dashboard-port", str(dashboard), "--temp-dir", str(session_dir)),
+                "--disable-usage-stats",
+            ],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            # No draining on SIGTERM: it waits up to 30 s for a job a failed test left.
+            env={**env, "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"},
+            start_new_session=True,
+        )
+    started: list = []  # the head's processes, as psutil.Process (safe against pid reuse)
     try:
-        assert start.returncode == 0, start.stderr[-3000:]
+        # `ray start` writes the head's address into its --temp-dir once every process is
+        # up: when `ray start` without --block would return.
+        deadline = time.monotonic() + 180
+        while not (session_dir / "ray_current_cluster").exists():
+            assert not _exited(head.pid), f"ray start exited:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, (
+                f"the head did not start in 180 s:\n{log.read_text()[-3000:]}"
+            )
+            time.sleep(0.5)
+        started += _tree(head.pid)
         uri = sqlite_uri
         # The tracking URI in the job's runtime environment, as README "Running on a
         # cluster" submits it: train.py's own runtime environment must merge with it.
@@ -776,7 +802,7 @@ def test_ray_job_submit_on_a_real_head(tmp_path: Path, sqlite_uri: str) -> None:
         deadline = time.monotonic() + 120
         while True:
             submit = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
-            # The head's job agent comes up a few seconds after `ray start` returns.
+            # The head's job agent comes up a few seconds after `ray start` is done.
             if (
                 "No available agent" not in submit.stdout + submit.stderr
                 or time.monotonic() > deadline
@@ -791,25 +817,60 @@ def test_ray_job_submit_on_a_real_head(tmp_path: Path, sqlite_uri: str) -> None:
         runs = runs_of(uri, "tiny")
         assert {"learned-sampled", "fifo+packing"} <= {run.data.tags.get("policy") for run in runs}
     finally:
-        # Stop exactly this head: the processes started with our session folder, and
-        # their children (agents and workers, whose names do not show the folder).
-        ours = [
-            process
-            for process in psutil.process_iter(["pid", "cmdline"])
-            if str(session_dir) in " ".join(process.info["cmdline"] or [])
-        ]
-        for process in ours + [child for p in ours for child in _children(p)]:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                process.kill()
+        left = _stop_head(head, started)
+        shutil.rmtree(session_dir, ignore_errors=True)
+    assert not left, f"processes of the head outlived its stop: {left}"
 
 
-def _children(process) -> list:
+def _exited(pid: int) -> bool:
+    """Whether the child ``pid`` has ended, without reaping it: until it is reaped its pid,
+    and so its process group's id, cannot be reused by another process."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def _tree(pid: int) -> list:
+    """The process ``pid`` and its descendants now, as psutil.Process."""
     import psutil
 
-    try:
-        return process.children(recursive=True)
-    except psutil.NoSuchProcess:
-        return []
+    with contextlib.suppress(psutil.NoSuchProcess):
+        process = psutil.Process(pid)
+        return [process, *process.children(recursive=True)]
+    return []
+
+
+def _stop_head(head: subprocess.Popen, started: list) -> list[str]:
+    """Stop the head that ``ray start --head --block`` (``head``, in a session of its own)
+    runs, and every process of it known by pid: ``started`` and its descendants now.
+    Returns those still alive afterwards, as "pid name"."""
+    import psutil
+
+    ours = {process.pid: process for process in [*started, *_tree(head.pid)]}
+    # Its SIGTERM handler stops every process it started (no draining: see the env), exits.
+    # (os.kill, not Popen.send_signal, which would reap an exited head.)
+    os.kill(head.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 90
+    while not _exited(head.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    # Whatever is left in its process group (its id is still ours: `ray start` is not
+    # reaped yet), then those that left the group: the raylet gives each worker a group
+    # of its own, and a job's driver and its watcher have sessions of their own.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(head.pid, signal.SIGKILL)
+    head.wait()
+    for process in ours.values():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()  # psutil checks the process is the same, not a reused pid
+    deadline = time.monotonic() + 30
+    while True:
+        left = []
+        for process in ours.values():
+            with contextlib.suppress(psutil.NoSuchProcess):
+                # A zombie is dead, left for init to reap.
+                if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                    left.append(f"{process.pid} {process.name()}")
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
 
 
 @pytest.mark.parametrize(
