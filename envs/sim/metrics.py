@@ -8,7 +8,10 @@ p90_jct, p99_jct           arrived: a job unfinished when the run ended (truncat
                            with its time in the system so far, a lower bound of its JCT,
                            so a policy cannot look better by leaving jobs unfinished
                            (identical to finished-only when every job finished)
-makespan                   last finish - first arrival
+makespan                   last finish - first arrival; with a job unfinished when the run
+                           ended (truncated), the end of the run - first arrival instead, a
+                           lower bound of the makespan like avg JCT's (``jobs_finished <
+                           jobs_total`` flags both); NaN only when no job arrived
 avg_wait                   time not running before finishing: JCT - run time (queueing,
                            preempted time)
 avg_slowdown               JCT / ideal duration (interference- and communication-free,
@@ -25,8 +28,11 @@ ideal_gpu_seconds          GPU-seconds the finished jobs ask for: sum of GPUs (r
 gpu_time_inflation         GPU-seconds the finished jobs consumed / ideal_gpu_seconds; 1
                            when every job ran at its ideal speed (``perf="ideal"``) with no
                            restart cost, above 1 when contention or restarts cost GPU time
-avg_contention,            per job: time-averaged contention sensitivity CS (000 eq. 1);
-p90_contention             mean and 90th percentile over jobs
+avg_contention,            per job that ran, finished or not: its contention sensitivity CS
+p90_contention             (000 eq. 1) time-averaged over its running time up to its finish
+                           or the end of the run; mean and 90th percentile over those jobs.
+                           A job that never ran had no placement and so no CS (its waiting
+                           counts in JCT); NaN only when no job ran
 avg_queue_length,          waiting jobs, time-weighted mean and maximum
 max_queue_length
 jobs_finished, jobs_total  counts; preemptions: total preemptions
@@ -40,7 +46,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -74,6 +80,27 @@ JOBS_CSV_COLUMNS = (
     "gpu_seconds",
     "ideal_gpu_seconds",
 )
+
+
+class JobTimes(TypedDict):
+    """The completion times of the jobs that arrived before a run ended, in job order.
+
+    ``seconds``: a finished job's JCT (finish - arrival); an unfinished one's time in the
+    system so far (end of the run - arrival), a lower bound of its JCT (right-censored),
+    which ``unfinished`` marks. A plain dict (JSON and pickle as is); a JCT CDF counts an
+    unfinished job among all jobs but never as completed (``platform/result_plots.py``).
+    """
+
+    seconds: list[float]
+    unfinished: list[bool]
+
+
+def concatenate_job_times(parts: Sequence[JobTimes]) -> JobTimes:
+    """The :class:`JobTimes` of several runs as one, in the order given."""
+    return {
+        "seconds": [value for part in parts for value in part["seconds"]],
+        "unfinished": [flag for part in parts for flag in part["unfinished"]],
+    }
 
 
 @dataclass(frozen=True)
@@ -114,17 +141,34 @@ class SimulationResult:
             policy, jobs, sim.timeline.arrays(), sim.cluster.num_gpus, float(sim.now), sim.events
         )
 
-    def metrics(self) -> dict[str, float | int]:
-        """The metrics of the module docstring, as plain floats and ints."""
+    def _times_so_far(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per job: whether it arrived before the run ended, whether it finished, and its
+        JCT, or for an unfinished job its time in the system when the run ended."""
         jobs = self.jobs
         finished = np.isfinite(jobs["finish"])
         arrived = jobs["arrival"] <= self.end_time
         ended = np.where(finished, jobs["finish"], self.end_time)
-        censored_jct = (ended - jobs["arrival"])[arrived]
+        return arrived, finished, ended - jobs["arrival"]
+
+    def job_times(self) -> JobTimes:
+        """The :class:`JobTimes` of the jobs that arrived: JCT, or time so far if unfinished
+        (the values avg JCT averages)."""
+        arrived, finished, so_far = self._times_so_far()
+        return {
+            "seconds": so_far[arrived].tolist(),
+            "unfinished": (~finished[arrived]).tolist(),
+        }
+
+    def metrics(self) -> dict[str, float | int]:
+        """The metrics of the module docstring, as plain floats and ints."""
+        jobs = self.jobs
+        arrived, finished, so_far = self._times_so_far()
+        censored_jct = so_far[arrived]
         jct = (jobs["finish"] - jobs["arrival"])[finished]
         run_time = jobs["run_time"][finished]
         ideal = jobs["ideal_duration"][finished]
-        contention = jobs["contention"][finished]
+        # Every job that ran (run time > 0), its CS averaged up to its finish or the end.
+        contention = jobs["contention"][np.isfinite(jobs["contention"])]
         timeline = self.timeline
         weights = np.diff(np.append(timeline["time"], self.end_time))
 
@@ -143,9 +187,7 @@ class SimulationResult:
                 "median_jct": stat(censored_jct, np.median),
                 "p90_jct": stat(censored_jct, lambda v: np.percentile(v, 90)),
                 "p99_jct": stat(censored_jct, lambda v: np.percentile(v, 99)),
-                "makespan": stat(jobs["finish"][finished], np.max) - float(jobs["arrival"].min())
-                if finished.any()
-                else float("nan"),
+                "makespan": self._makespan(arrived, finished),
                 "avg_wait": stat(jct - run_time, np.mean),
                 "avg_slowdown": stat(jct / ideal, np.mean),
                 "avg_ntat": stat(jct / run_time, np.mean),
@@ -161,6 +203,14 @@ class SimulationResult:
                 "preemptions": int(jobs["preemptions"].sum()),
                 **self._gpu_time(finished, weights),
             }
+
+    def _makespan(self, arrived: np.ndarray, finished: np.ndarray) -> float:
+        """Last finish - first arrival; the end of the run - first arrival (a lower bound)
+        when a job was unfinished; NaN when no job arrived."""
+        if not arrived.any():
+            return float("nan")
+        last = float(self.jobs["finish"].max()) if finished.all() else self.end_time
+        return last - float(self.jobs["arrival"].min())
 
     def _gpu_time(self, finished: np.ndarray, weights: np.ndarray) -> dict[str, float]:
         """``gpu_seconds``, ``ideal_gpu_seconds`` and ``gpu_time_inflation`` (docstring)."""

@@ -328,8 +328,8 @@ def test_the_paired_difference_counts_the_seeds_the_means_count() -> None:
     """DeepRM leaves a truncated episode's summary out of the means (it covers only the jobs
     booked by then). The learned row's seed-2 episode was truncated with a slowdown of 1.0
     against sjf's 3.0: the paired difference uses seed 1 alone, (2 - 2) / 2 = 0 (one seed:
-    no interval), as the means do (learned 2.0 against sjf's 2.5: -20%), not a "33% gain"
-    from the cut-off episode."""
+    no interval), as the means do, not a "33% gain" from the cut-off episode; and its mean
+    (2.0, seed 1 alone) is not set against sjf's over both seeds (2.5): no vs best."""
     from tune.evaluation import add_statistics, finite_mean, summary
 
     env = "podsched/DeepRM-v0"
@@ -352,6 +352,185 @@ def test_the_paired_difference_counts_the_seeds_the_means_count() -> None:
     )
     info = summary(experiment, table, "mean_slowdown")
     assert info["best_heuristic"] == "sjf"
-    assert info["relative_to_best"]["learned-greedy"] == pytest.approx(-0.2)
+    assert math.isnan(info["relative_to_best"]["learned-greedy"])
+    assert info["truncated_rows"] == {"learned-greedy": 1}
     mean, half_width = info["paired_to_best"]["learned-greedy"]
     assert mean == 0.0 and math.isnan(half_width)
+
+
+#: t_{0.975, 1}, the two-sided 95% Student-t quantile with one degree of freedom (tables).
+T_975_1 = 12.7062
+
+#: Per-seed DeepRM slowdowns (value, cut off by the step cap) on seeds 1-4; seeds 3 and 4
+#: are the hard workloads. packer and the learned policy are cut off on them, where their
+#: partial summaries (of the jobs booked by then) look better than anyone's complete ones.
+CUT_OFF = {
+    "sjf": [(2.0, 0), (2.0, 0), (6.0, 0), (6.0, 0)],
+    "packer": [(2.2, 0), (2.2, 0), (1.5, 1), (1.5, 1)],
+    "random": [(3.0, 0), (3.0, 0), (8.0, 0), (8.0, 0)],
+    "learned-greedy": [(1.9, 0), (1.9, 0), (1.2, 1), (1.2, 1)],
+}
+
+
+def _cut_off_table(env: str, packer: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, dict]:
+    """:data:`CUT_OFF`'s heuristics through :func:`evaluate_single_agent` (their episodes
+    stubbed; ``packer`` names the packing baseline) and :func:`add_statistics`, with the
+    learned row's means worked out by hand: its two complete episodes' 1.9 where cut-off
+    summaries are left out, (1.9 + 1.9 + 1.2 + 1.2) / 4 = 1.55 where they count."""
+    from envs.registry import formulation
+    from tune.evaluation import add_statistics
+
+    environment = formulation(env)
+    rows = {"sjf": "sjf", packer: "packer", "random": "random"}
+
+    def episodes(row: str) -> list[dict[str, float]]:
+        return [
+            {"episode_return": -1.0, "truncated": float(cut), "mean_slowdown": value}
+            for value, cut in CUT_OFF[row]
+        ]
+
+    def run_baselines(seeds: list[int], policies: list[str], config: dict) -> dict:
+        return {name: episodes(rows[name]) for name in policies}
+
+    monkeypatch.setattr(environment, "run_baselines", staticmethod(run_baselines))
+    played = evaluate_single_agent(env, {}, [1, 2, 3, 4], None, list(rows))
+    slowdown = 1.55 if environment.fair_when_truncated else 1.9
+    learned = {"episode_return": -1.0, "truncated": 0.5, "mean_slowdown": slowdown}
+    table = {"learned-greedy": {"metrics": learned, "episodes": episodes("learned-greedy")}}
+    table.update(played)
+    for entry in table.values():
+        entry["seeds"] = [1, 2, 3, 4]
+    return add_statistics(table, env)
+
+
+def test_a_heuristic_cut_off_by_the_step_cap_is_not_named_best(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DeepRM averages a row's slowdown over the episodes it finished. packer's mean (2.2,
+    seeds 1-2) is below sjf's (4.0, all four seeds), yet sjf is lower on every seed both
+    finished: packer is not ranked, sjf is best, and neither the cut-off heuristic nor the
+    cut-off learned row (mean 1.9 over seeds 1-2: "-52.5%" against sjf's 4.0) gets a
+    difference to the best; their paired differences count seeds 1-2 only."""
+    from tune.evaluation import format_evaluation, summary
+
+    env = "podsched/DeepRM-v0"
+    table = _cut_off_table(env, "packer", monkeypatch)
+    assert table["packer"]["metrics"]["mean_slowdown"] == pytest.approx(2.2)  # (2.2 + 2.2) / 2
+    assert table["sjf"]["metrics"]["mean_slowdown"] == pytest.approx(4.0)  # (2+2+6+6) / 4
+    experiment = config_from_dict(
+        {"environment": {"name": env}, "evaluation": {"seeds": [1, 2, 3, 4], "greedy": True}}
+    )
+    info = summary(experiment, table)
+    assert info["best_heuristic"] == "sjf" and info["learned"] == "learned-greedy"
+    assert info["truncated_rows"] == {"learned-greedy": 2, "packer": 2}
+    assert info["seeds_counted"] == {"learned-greedy": 2, "sjf": 4, "packer": 2, "random": 4}
+    relative = info["relative_to_best"]
+    assert relative["sjf"] == 0.0
+    assert relative["random"] == pytest.approx(0.375)  # (5.5 - 4) / 4
+    assert math.isnan(relative["packer"]) and math.isnan(relative["learned-greedy"])
+    # Seeds 1-2: (2.2 - 2) / 2 = +10% and (1.9 - 2) / 2 = -5%, twice each: no spread.
+    assert info["paired_to_best"]["packer"] == pytest.approx([0.1, 0.0])
+    assert info["paired_to_best"]["learned-greedy"] == pytest.approx([-0.05, 0.0])
+
+    # sjf: 2, 2, 6, 6 has s = 4 / sqrt(3), half-width t_{0.975,3} * s / 2 = 3.1824 * 2 /
+    # sqrt(3) = 3.675; random: 3, 3, 8, 8, s = 5 / sqrt(3), 4.593; paired +50%, +50%, +33.3%,
+    # +33.3%: mean +41.7%, s = sqrt(4 / 3) / 12, half-width 3.1824 * s / 2 = 15.3%.
+    lines = format_evaluation(table, info).splitlines()
+    rows = [" ".join(line.split()) for line in lines[2:6]]
+    assert rows == [
+        "> learned-greedy 1.900 ± 0.000 - -5.0 ± 0.0%",
+        "* sjf 4.000 ± 3.675 +0.0% -",
+        "packer 2.200 ± 0.000 - +10.0 ± 0.0%",
+        "random 5.500 ± 4.593 +37.5% +41.7 ± 15.3%",
+    ]
+    assert lines[-2].endswith(
+        "± is the 95% Student-t half-width over 4 seeds (fewer for mean_slowdown: "
+        "learned-greedy n=2, packer n=2); paired: the mean per-seed difference to the best "
+        "heuristic"
+    )
+    assert lines[-1].startswith(
+        "not compared, cut off by the step cap: learned-greedy on 2 of 4 seeds, packer on 2 "
+        "of 4 seeds (their mean of mean_slowdown counts only the seeds they finished"
+    )
+
+
+def test_rltaps_ranks_cut_off_episodes_like_complete_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RL-TAPS's summary of a truncated episode is fair (``fair_when_truncated``): every
+    seed counts, so its tetris (packer's values) has the lowest mean, (2.2 * 2 + 1.5 * 2) /
+    4 = 1.85, and is best; nothing is set aside and every row has its four seeds."""
+    from tune.evaluation import format_evaluation, summary
+
+    env = "podsched/RLTAPS-v0"
+    table = _cut_off_table(env, "tetris", monkeypatch)
+    experiment = config_from_dict(
+        {"environment": {"name": env}, "evaluation": {"seeds": [1, 2, 3, 4], "greedy": True}}
+    )
+    info = summary(experiment, table)
+    assert info["best_heuristic"] == "tetris" and info["truncated_rows"] == {}
+    assert set(info["seeds_counted"].values()) == {4}
+    assert info["relative_to_best"]["sjf"] == pytest.approx((4.0 - 1.85) / 1.85)
+    assert info["relative_to_best"]["learned-greedy"] == pytest.approx((1.55 - 1.85) / 1.85)
+    legend = format_evaluation(table, info).splitlines()[-1]
+    assert "over 4 seeds; paired" in legend
+
+
+def test_no_heuristic_is_best_when_every_one_was_cut_off() -> None:
+    from tune.evaluation import add_statistics, summary
+
+    env = "podsched/DeepRM-v0"
+    table = {
+        "sjf": {
+            "episodes": [{"mean_slowdown": 2.0, "truncated": 1.0}, {"mean_slowdown": 3.0}],
+            "metrics": {"mean_slowdown": 3.0},
+        }
+    }
+    info = summary(config_from_dict({"environment": {"name": env}}), add_statistics(table, env))
+    assert info["best_heuristic"] is None and info["paired_to_best"] == {}
+    assert math.isnan(info["relative_to_best"]["sjf"]) and info["truncated_rows"] == {"sjf": 1}
+
+
+def test_the_table_and_mlflow_carry_the_ranking_metrics_interval() -> None:
+    """CuSH ranks by NTAT, which is neither a JCT nor contention: the table still shows it
+    with its interval, the best mark and the differences to the best, and each MLflow run
+    logs ``avg_ntat_ci95`` first. Two seeds: a 2, 4 (mean 3, s = sqrt 2, half-width
+    t * sqrt(2) / sqrt(2) = t); b 3, 5 (mean 4, half-width t); learned 2, 3 (mean 2.5,
+    half-width t * sqrt(0.5) / sqrt(2) = t / 2); paired to a: learned 0 and -0.25 (mean
+    -12.5%, half-width t * 0.125), b +50% and +25% (mean +37.5%, half-width t * 0.125)."""
+    from tune.evaluation import add_statistics, format_evaluation, logged_metrics, summary
+
+    env = "podsched/CuSH-v0"
+    per_seed = {"a": [2.0, 4.0], "b": [3.0, 5.0], "learned-greedy": [2.0, 3.0]}
+    table = {
+        policy: {
+            "episodes": [
+                {"avg_ntat": value, "avg_wait": 1.0, "truncated": 0.0} for value in values
+            ],
+            "metrics": {"avg_ntat": sum(values) / 2, "avg_wait": 1.0, "truncated": 0.0},
+            "seeds": [1, 2],
+        }
+        for policy, values in per_seed.items()
+    }
+    add_statistics(table, env)
+    experiment = config_from_dict(
+        {"environment": {"name": env}, "evaluation": {"seeds": [1, 2], "greedy": True}}
+    )
+    info = summary(experiment, table)
+    assert info["best_heuristic"] == "a"
+    text = format_evaluation(table, info)
+    header, _, *rows, legend = (" ".join(line.split()) for line in text.splitlines())
+    assert header == "policy avg_ntat ±95% vs best avg_ntat paired ±95%"
+    assert rows == [
+        "* a 3.000 ± 12.706 +0.0% -",
+        "b 4.000 ± 12.706 +33.3% +37.5 ± 158.8%",
+        "> learned-greedy 2.500 ± 6.353 -16.7% -12.5 ± 158.8%",
+    ]
+    assert "over 2 seeds; paired" in legend
+    logged = logged_metrics(table["a"])
+    assert list(logged)[:2] == ["avg_ntat", "avg_ntat_ci95"]
+    assert logged["avg_ntat_ci95"] == pytest.approx(T_975_1, abs=1e-4)
+    assert "avg_wait_ci95" not in logged  # only the ranking and headline metrics carry one
+    assert logged_metrics(table["learned-greedy"])["avg_ntat_ci95"] == pytest.approx(
+        T_975_1 / 2, abs=1e-4
+    )

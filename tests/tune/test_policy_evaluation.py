@@ -10,6 +10,8 @@ import pytest
 
 from envs.pod.env import PodSchedulingEnv
 from envs.schedulers import scheduler_names
+from envs.sim import SimulationResult
+from envs.sim.metrics import concatenate_job_times
 from tune.confidence import mean_ci
 from tune.evaluation import add_statistics, evaluate, run_episode, summary
 from tune.evaluation.single_agent import baseline_names
@@ -118,13 +120,14 @@ def test_a_heuristic_row_is_the_episode_the_driver_plays_with_advice_on() -> Non
         advised_steps += sum(int(obs["advice"].any()) for obs in observations.values())
     assert advised_steps > 0  # the advice was computed and seen on this path
     row = run_episode(POD, config, 3, "fifo+packing")
-    np.testing.assert_array_equal(row["jct"], env.sim.finish_time - env.sim.workload.arrival_time)
+    assert row["jct"] == SimulationResult.from_simulator(env.sim, "fifo+packing").job_times()
     assert row["episode_return"] == episode_return
 
 
 def same_episode(first: dict, second: dict) -> None:
-    """Two plays of one episode took the same actions (NaN JCTs of unfinished jobs equal)."""
-    np.testing.assert_array_equal(first["jct"], second["jct"])
+    """Two plays of one episode took the same actions (the same jobs' times, unfinished
+    jobs' times so far included)."""
+    assert first["jct"] == second["jct"]
     assert first["episode_return"] == second["episode_return"]
 
 
@@ -138,7 +141,7 @@ def test_the_learned_policy_plays_greedy_and_sampled_rows(modules) -> None:
         same_episode(
             table[row],
             {
-                "jct": [value for play in plays[row] for value in play["jct"]],
+                "jct": concatenate_job_times([play["jct"] for play in plays[row]]),
                 "episode_return": np.mean([play["episode_return"] for play in plays[row]]),
             },
         )

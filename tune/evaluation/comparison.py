@@ -13,7 +13,12 @@ keeps its per-seed metrics and reports their mean with a 95% Student-t confidenc
 environment's ranking metric (:func:`ranking_metric`: avg JCT, or the formulation's paper
 headline such as DeepRM's and RL-TAPS' slowdown or CuSH's NTAT), and the learned row of
 the summary -- the greedy one if ``evaluation.greedy``, else the sampled one -- is compared
-with it as a relative difference.
+with it as a relative difference. A single-agent formulation that leaves the summary of an
+episode cut off by the step cap out of the means (all but RL-TAPS,
+:func:`tune.evaluation.single_agent.counted`) averages each row over the seeds it
+finished: a row cut off on any seed is not ranked and gets no relative difference (its
+mean covers other, easier seeds), the summary names it (``truncated_rows``) with the number
+of seeds each row's mean counts (``seeds_counted``), and the table says so.
 
 How to use::
 
@@ -30,7 +35,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from envs.sim.report import align_rows, format_comparison
+from envs.sim.report import align_rows
 from tune.confidence import (
     CI_SUFFIX,
     HEADLINE_METRICS,
@@ -162,29 +167,74 @@ def _evaluate_single_agent(
 def add_statistics(
     table: dict[str, dict[str, Any]], env_name: str = "pod_scheduling_v0", level: float = 0.95
 ) -> dict[str, dict[str, Any]]:
-    """Add each row's ``kind`` and ``ci95`` (``{metric: half-width}`` of the ``level``
-    Student-t interval of its mean over seeds, from its ``episodes``); returns ``table``.
+    """Add each row's ``kind``, ``ci95`` (``{metric: half-width}`` of the ``level``
+    Student-t interval of its mean over seeds, from its ``episodes``) and ``ranking_metric``
+    (``env_name``'s :func:`ranking_metric`, whose half-width :func:`ci_metrics` logs);
+    returns ``table``.
 
     The intervals cover the same episodes as the means: for a single-agent formulation the
-    summary metrics of truncated episodes are left out, as in
-    :func:`tune.evaluation.single_agent.evaluate_single_agent`.
+    summary metrics of truncated episodes are left out
+    (:func:`tune.evaluation.single_agent.counted`).
     """
-    from tune.evaluation.single_agent import ALL_EPISODES, fair_when_truncated
-
-    fair = fair_when_truncated(env_name)
+    fair = _fair(env_name)
+    ranked_by = ranking_metric(env_name)
     for policy, entry in table.items():
         entry["kind"] = "learned" if is_learned(policy) else "heuristic"
-        episodes = entry.get("episodes", [])
+        entry["ranking_metric"] = ranked_by
         half_widths = {}
-        for metric in entry["metrics"]:
-            counted = [
-                episode
-                for episode in episodes
-                if metric in ALL_EPISODES or fair or not episode.get("truncated")
-            ]
-            half_widths[metric] = mean_ci([episode.get(metric) for episode in counted], level)[1]
+        for metric, mean in entry["metrics"].items():
+            # A mean left undefined (a seed where the metric is: undefined_seeds) has no
+            # interval either, though the other seeds' values would give one.
+            undefined = mean is None or (isinstance(mean, float) and math.isnan(mean))
+            half_widths[metric] = (
+                math.nan if undefined else mean_ci(_counted_values(entry, metric, fair), level)[1]
+            )
         entry["ci95"] = half_widths
     return table
+
+
+def _fair(env_name: str) -> bool:
+    """Whether ``env_name``'s means count every episode: the pod environment's (its
+    metrics count a job unfinished at the horizon with its time so far) and a
+    ``fair_when_truncated`` formulation's, not the other single-agent formulations'."""
+    from envs.registry import SINGLE_AGENT_ENVIRONMENTS
+    from tune.evaluation.single_agent import fair_when_truncated
+
+    return env_name not in SINGLE_AGENT_ENVIRONMENTS or fair_when_truncated(env_name)
+
+
+def _counted_values(entry: dict[str, Any], metric: str, fair: bool) -> list[Any]:
+    """The per-seed values of ``metric`` that a row's mean counts."""
+    from tune.evaluation.single_agent import counted
+
+    return [
+        episode.get(metric)
+        for episode in entry.get("episodes", [])
+        if counted(metric, episode, fair)
+    ]
+
+
+def _finite_count(values: list[Any]) -> int:
+    """How many of ``values`` are real numbers (what :func:`tune.confidence.mean_ci` keeps)."""
+    return sum(
+        1
+        for value in values
+        if value is not None and not isinstance(value, bool) and math.isfinite(float(value))
+    )
+
+
+def truncated_rows(table: dict[str, dict[str, Any]], env_name: str) -> dict[str, int]:
+    """``{policy: episodes cut off by the step cap}`` for the rows of ``table`` with one or
+    more, in a single-agent formulation whose means leave those episodes' summaries out
+    (empty for ``fair_when_truncated`` formulations and the pod environment, whose means
+    count every episode). Such a row's mean covers only the seeds it finished."""
+    if _fair(env_name):
+        return {}
+    cut = {
+        policy: sum(1 for episode in entry.get("episodes", []) if episode.get("truncated"))
+        for policy, entry in table.items()
+    }
+    return {policy: count for policy, count in cut.items() if count}
 
 
 def summary_row(table: dict[str, Any], greedy: bool) -> str | None:
@@ -198,14 +248,26 @@ def summary(
 ) -> dict[str, Any]:
     """Which heuristic was best (lowest mean ``metric``, by default the environment's
     :func:`ranking_metric`), the learned summary row, the relative difference of each
-    row's mean ``metric`` to the best heuristic's (negative: lower, i.e. better), and for
-    the pod environment's avg JCT the workloads' :func:`lower_bound` and the rows it does
-    not bound (:func:`_bound_or_reason`)."""
-    metric = metric or ranking_metric(experiment.environment.name)
+    row's mean ``metric`` to the best heuristic's (negative: lower, i.e. better), the
+    paired per-seed difference (:func:`paired_to`), how many seeds each row's mean
+    ``metric`` counts (``seeds_counted``), and for the pod environment's avg JCT the
+    workloads' :func:`lower_bound` and the rows it does not bound (:func:`_bound_or_reason`).
+
+    ``truncated_rows`` (:func:`truncated_rows`) are the rows cut off by the step cap on some
+    seed in a single-agent formulation whose means leave those seeds out: their means
+    cover other (easier) seeds than a row that finished every one, so they are not ranked
+    (``best_heuristic`` is the lowest of the heuristics that finished every seed; None
+    when none did) and their ``relative_to_best`` is NaN. Their ``paired_to_best`` stays:
+    it counts only the seeds both rows finished.
+    """
+    env_name = experiment.environment.name
+    metric = metric or ranking_metric(env_name)
     heuristics = [policy for policy, entry in table.items() if entry.get("kind") == "heuristic"]
-    best = best_heuristic(table, heuristics, metric)
+    cut_off = truncated_rows(table, env_name)
+    best = best_heuristic(table, [h for h in heuristics if h not in cut_off], metric)
     reference = table[best]["metrics"][metric] if best is not None else None
     learned = summary_row(table, experiment.evaluation.greedy)
+    fair = _fair(env_name)
     return {
         "metric": metric,
         "seeds": list(experiment.evaluation.seeds),
@@ -213,13 +275,20 @@ def summary(
         "best_heuristic": best,
         "learned": learned,
         "relative_to_best": {
-            policy: relative_difference(entry["metrics"].get(metric), reference)
+            policy: float("nan")
+            if policy in cut_off
+            else relative_difference(entry["metrics"].get(metric), reference)
             for policy, entry in table.items()
         },
         "paired_to_best": {
-            policy: list(paired_to(table, policy, best, metric, experiment.environment.name))
+            policy: list(paired_to(table, policy, best, metric, env_name))
             for policy in table
             if best is not None and policy != best
+        },
+        "truncated_rows": cut_off,
+        "seeds_counted": {
+            policy: _finite_count(_counted_values(entry, metric, fair))
+            for policy, entry in table.items()
         },
         **_bound_or_reason(experiment, table, metric),
     }
@@ -263,7 +332,7 @@ def paired_to(
     rows were not played on the same seeds. The seeds are those the means count: for a
     single-agent formulation's summary metric, the seeds where neither episode was
     truncated (a truncated episode's summary covers only the jobs booked by then)."""
-    from tune.evaluation.single_agent import ALL_EPISODES, fair_when_truncated
+    from tune.evaluation.single_agent import counted
 
     mine, theirs = table[policy], table[reference]
     if mine.get("seeds") != theirs.get("seeds"):
@@ -271,9 +340,12 @@ def paired_to(
     episodes, references = mine.get("episodes", []), theirs.get("episodes", [])
     if len(episodes) != len(references):
         return float("nan"), float("nan")
-    pairs = list(zip(episodes, references, strict=True))
-    if metric not in ALL_EPISODES and not fair_when_truncated(env_name):
-        pairs = [(a, b) for a, b in pairs if not a.get("truncated") and not b.get("truncated")]
+    fair = _fair(env_name)
+    pairs = [
+        (a, b)
+        for a, b in zip(episodes, references, strict=True)
+        if counted(metric, a, fair) and counted(metric, b, fair)
+    ]
     values = [episode.get(metric) for episode, _ in pairs]
     references = [episode.get(metric) for _, episode in pairs]
     return paired_relative_ci(values, references)
@@ -298,41 +370,45 @@ def statistics_table(table: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
     return out
 
 
-def logged_metrics(entry: dict[str, Any]) -> dict[str, float]:
-    """A row's metrics for its MLflow run: its means and :func:`ci_metrics`, the headline
-    metrics (avg JCT first) and their half-widths before the others. MLflow keeps a run's
-    metrics in the order they were logged, and its compare view lists them in that order
-    and plots the first one: the metric a researcher ranks schedulers by."""
-    metrics = {**entry["metrics"], **ci_metrics(entry)}
-    first = [
-        key
-        for metric in HEADLINE_METRICS
-        for key in (metric, f"{metric}{CI_SUFFIX}")
-        if key in metrics
-    ]
+def logged_metrics(entry: dict[str, Any], metric: str | None = None) -> dict[str, float]:
+    """A row's metrics for its MLflow run: its means and :func:`ci_metrics`, the ranking
+    ``metric`` (default: the row's ``ranking_metric``, :func:`add_statistics`) and then the
+    headline metrics (avg JCT first), each with its half-width, before the others. MLflow
+    keeps a run's metrics in the order they were logged, and its compare view lists them
+    in that order and plots the first one: the metric a researcher ranks schedulers by."""
+    metric = metric or entry.get("ranking_metric")
+    metrics = {**entry["metrics"], **ci_metrics(entry, metric)}
+    leading = dict.fromkeys([*([metric] if metric else []), *HEADLINE_METRICS])
+    first = [key for name in leading for key in (name, f"{name}{CI_SUFFIX}") if key in metrics]
     rest = [key for key in metrics if key not in first]
     return {key: metrics[key] for key in first + rest}
 
 
-def ci_metrics(entry: dict[str, Any]) -> dict[str, float]:
-    """The half-widths of a row's headline metrics as ``<metric>_ci95`` (for MLflow)."""
+def ci_metrics(entry: dict[str, Any], metric: str | None = None) -> dict[str, float]:
+    """The half-widths of a row's headline metrics and of its ranking ``metric`` (default:
+    the row's ``ranking_metric``, :func:`add_statistics`; DeepRM's ``mean_slowdown``,
+    CuSH's ``avg_ntat``) as ``<metric>_ci95`` (for MLflow)."""
+    metric = metric or entry.get("ranking_metric")
+    wanted = {*HEADLINE_METRICS, *([metric] if metric else [])}
     return {
-        f"{metric}{CI_SUFFIX}": value
-        for metric, value in entry.get("ci95", {}).items()
-        if metric in HEADLINE_METRICS
+        f"{name}{CI_SUFFIX}": value
+        for name, value in entry.get("ci95", {}).items()
+        if name in wanted
     }
 
 
 def format_evaluation(table: dict[str, dict[str, Any]], info: dict[str, Any]) -> str:
     """The comparison as text: one row per policy, mean ± 95% CI of the headline metrics
-    (JCTs and makespan in hours), the relative difference to the best heuristic, and marks
-    for the best heuristic (``*``) and the learned summary row (``>``)."""
-    columns = [
-        (metric, 3600.0 if metric != "avg_contention" else 1.0) for metric in HEADLINE_METRICS
-    ]
-    present = [(m, scale) for m, scale in columns if any(m in e["metrics"] for e in table.values())]
-    if not present:
-        return format_comparison({policy: entry["metrics"] for policy, entry in table.items()})
+    that the rows have (JCTs and makespan in hours) and of the ranking metric
+    (``info["metric"]``: DeepRM's slowdown, CuSH's NTAT, ...), the relative and the paired
+    difference to the best heuristic, and marks for the best heuristic (``*``) and the
+    learned summary row (``>``). The legend gives the number of seeds each row's mean of
+    the ranking metric counts where it is fewer than the evaluation's, and names the rows
+    cut off by the step cap (``info["truncated_rows"]``), which are not compared."""
+    shown = [m for m in HEADLINE_METRICS if any(m in e["metrics"] for e in table.values())]
+    if info["metric"] not in shown:
+        shown.append(info["metric"])
+    present = [(m, 3600.0 if m in ("avg_jct", "p90_jct", "makespan") else 1.0) for m in shown]
     titles = {
         "avg_jct": "avg JCT h",
         "p90_jct": "p90 JCT h",
@@ -342,7 +418,7 @@ def format_evaluation(table: dict[str, dict[str, Any]], info: dict[str, Any]) ->
     header = [
         "",
         "policy",
-        *(titles[m] + " ±95%" for m, _ in present),
+        *(titles.get(m, m) + " ±95%" for m, _ in present),
         f"vs best {info['metric']}",
         "paired ±95%",
     ]
@@ -363,11 +439,33 @@ def format_evaluation(table: dict[str, dict[str, Any]], info: dict[str, Any]) ->
         paired = info.get("paired_to_best", {}).get(policy, (float("nan"), float("nan")))
         cells.append(_percent_pm(*paired))
         rows.append(cells)
+    seeds = len(info["seeds"])
+    fewer = {
+        policy: count for policy, count in info.get("seeds_counted", {}).items() if count != seeds
+    }
+    counts = (
+        f" (fewer for {info['metric']}: "
+        + ", ".join(f"{policy} n={count}" for policy, count in fewer.items())
+        + ")"
+        if fewer
+        else ""
+    )
     legend = (
         f"* best heuristic of {info['heuristics']} ({info['best_heuristic']}); "
         f"> learned summary row ({info['learned']}); ± is the 95% Student-t half-width over "
-        f"{len(info['seeds'])} seeds; paired: the mean per-seed difference to the best heuristic"
+        f"{seeds} seeds{counts}; paired: the mean per-seed difference to the best heuristic"
     )
+    cut_off = info.get("truncated_rows") or {}
+    if cut_off:
+        legend += (
+            "\nnot compared, cut off by the step cap: "
+            + ", ".join(
+                f"{policy} on {count} of {seeds} seeds" for policy, count in cut_off.items()
+            )
+            + f" (their mean of {info['metric']} counts only the seeds they finished, other"
+            " workloads than the rows that finished every seed: not ranked, no vs best;"
+            " paired: over the seeds both rows finished)"
+        )
     bound = info.get("lower_bound")
     if bound:
         legend += (

@@ -3,29 +3,35 @@
 Every policy plays the same episodes (one per evaluation seed: the environment draws the
 workload from the seed exactly as ``simulate.py run --seed`` does), and each episode's
 simulator yields the metrics of :class:`envs.sim.SimulationResult`; a policy's figure is
-the mean over seeds (per-seed figures kept, for confidence intervals), so learned and
-heuristic policies are compared like for like. The learned policy plays twice: greedily
-(``learned-greedy``: the argmax of its masked logits) and sampled (``learned-sampled``:
-actions drawn from its masked distribution with a torch generator seeded by the episode's
-seed, so a run repeats exactly). Both matter: a PPO policy is stochastic and its argmax can
-lock into sending the same job back to wait forever, while sampling adds noise a deployed
-scheduler would not have. Episodes run as Ray tasks when Ray is up and there are more than
-a few (``resources.local_episodes``), else in this process.
+the mean over every seed (per-seed figures kept, for confidence intervals), so learned and
+heuristic policies are compared like for like. No seed is left out of a mean: a metric
+undefined on a seed (NaN: avg JCT with no job arrived, avg contention with no job run, avg
+slowdown with no job finished) makes the row's mean NaN, and the row's ``undefined_seeds``
+names those seeds (:func:`seed_means`). Per-job completion times keep an unfinished job at
+its time so far, marked unfinished (:class:`envs.sim.metrics.JobTimes`), for a censored JCT
+CDF. The learned policy plays twice: greedily (``learned-greedy``: the argmax of its masked
+logits) and sampled (``learned-sampled``: actions drawn from its masked distribution with a
+torch generator seeded by the episode's seed, so a run repeats exactly). Both matter: a PPO
+policy is stochastic and its argmax can lock into sending the same job back to wait
+forever, while sampling adds noise a deployed scheduler would not have. Episodes run as Ray
+tasks when Ray is up and there are more than a few (``resources.local_episodes``), else in
+this process.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from envs.sim import SimulationResult
+from envs.sim.metrics import concatenate_job_times
 from tune.episode_tasks import play_episodes
 from tune.evaluation.common import (
     DEFAULT_GREEDY,
     LEARNED,
     LEARNED_GREEDY,
-    finite_mean,
     is_learned,
     learned_rows,
 )
@@ -101,8 +107,10 @@ def run_episode(
     """One episode of ``policy``: a heuristic name, or the learned policy with ``modules``
     paths as ``learned-greedy``, ``learned-sampled``, or ``learned`` (greedy as ``greedy``).
 
-    Returns the episode's simulator metrics, its per-job arrays (for JCT CDFs) and return.
-    A heuristic plays with observations of action masks only (the same episode).
+    Returns the episode's simulator metrics, ``jct`` (the :class:`envs.sim.metrics.JobTimes`
+    of the jobs that arrived: an unfinished job's time so far, marked unfinished, for JCT
+    CDFs) and its return. A heuristic plays with observations of action masks only (the
+    same episode).
     """
     from envs import make_env
     from envs.pod.heuristic import HeuristicPodPolicy
@@ -150,7 +158,7 @@ def run_episode(
         "policy": policy,
         "seed": seed,
         "metrics": result.metrics(),
-        "jct": (result.jobs["finish"] - result.jobs["arrival"]).tolist(),
+        "jct": result.job_times(),
         "episode_return": episode_return,
     }
 
@@ -165,7 +173,9 @@ def evaluate(
     local_episodes: int = LOCAL_EPISODES,
 ) -> dict[str, dict[str, Any]]:
     """``{policy: {"metrics": mean metrics over seeds, "episodes": per-seed metrics,
-    "seeds", "jct": all jobs' JCTs, "episode_return": mean return}}``.
+    "seeds", "undefined_seeds", "jct": every episode's job times, "episode_return": mean
+    return}}`` (the means and ``undefined_seeds`` of :func:`seed_means`; ``jct`` the
+    episodes' :class:`envs.sim.metrics.JobTimes` in seed order, unfinished jobs marked).
 
     The learned policy is included when ``modules`` (module id -> checkpoint path) is
     given: as both rows ``learned-greedy`` and ``learned-sampled`` (``greedy=None``), or
@@ -180,17 +190,49 @@ def evaluate(
     table: dict[str, dict[str, Any]] = {}
     for policy in policies:
         mine = [episode for episode in episodes if episode["policy"] == policy]
-        keys = mine[0]["metrics"].keys()
+        seeds_played = [episode["seed"] for episode in mine]
+        means, undefined = seed_means([episode["metrics"] for episode in mine], seeds_played)
         table[policy] = {
-            "metrics": {
-                key: finite_mean([episode["metrics"][key] for episode in mine]) for key in keys
-            },
+            "metrics": means,
+            "undefined_seeds": undefined,
             "episodes": [
                 {**episode["metrics"], "episode_return": episode["episode_return"]}
                 for episode in mine
             ],
-            "seeds": [episode["seed"] for episode in mine],
-            "jct": [value for episode in mine for value in episode["jct"]],
-            "episode_return": finite_mean([episode["episode_return"] for episode in mine]),
+            "seeds": seeds_played,
+            "jct": concatenate_job_times([episode["jct"] for episode in mine]),
+            # A NaN return (none expected) would show: a plain mean drops no seed.
+            "episode_return": float(np.mean([episode["episode_return"] for episode in mine])),
         }
     return table
+
+
+def seed_means(
+    per_seed: Sequence[dict[str, Any]], seeds: Sequence[int]
+) -> tuple[dict[str, float], dict[str, list[int]]]:
+    """Each metric's mean over every seed of ``per_seed`` (one metrics dict per seed of
+    ``seeds``, in order), and per metric undefined on some seed (None or NaN) the seeds
+    where it was.
+
+    A mean over fewer seeds than the row claims would compare policies on different
+    workloads (the seed a policy failed on dropped from its own mean only), so such a
+    metric's mean is NaN -- shown as missing, never as a figure over the other seeds -- and
+    ``{metric: [seed, ...]}`` says why; metrics defined on every seed are not listed.
+    """
+    if len(per_seed) != len(seeds):
+        raise ValueError(f"{len(per_seed)} seeds' metrics for {len(seeds)} seeds")
+    keys = list(dict.fromkeys(key for metrics in per_seed for key in metrics))
+    means: dict[str, float] = {}
+    undefined: dict[str, list[int]] = {}
+    for key in keys:
+        values = np.array([_value_or_nan(metrics.get(key)) for metrics in per_seed])
+        missing = np.isnan(values)
+        if missing.any():
+            undefined[key] = [int(seed) for seed, gap in zip(seeds, missing, strict=True) if gap]
+        means[key] = float(values.mean()) if len(values) and not missing.any() else float("nan")
+    return means, undefined
+
+
+def _value_or_nan(value: Any) -> float:
+    """A metric's value as a float; None (undefined, as JSON writes NaN) as NaN."""
+    return float("nan") if value is None else float(value)

@@ -20,7 +20,11 @@ finished -- a policy that never runs the hard jobs would look good on them -- so
 in ``truncated`` (the fraction of episodes cut off by the step cap) and in
 ``episode_return`` (its waiting penalties are real), and its summary stays in its
 per-episode record (unless the formulation is ``fair_when_truncated``, as RL-TAPS is). A
-policy whose every episode was truncated has NaN summary metrics.
+policy whose every episode was truncated has NaN summary metrics. Such a policy's mean
+covers fewer seeds than a policy that finished every episode -- and the seeds it was cut
+off on are the hard ones -- so the comparison (:func:`tune.evaluation.comparison.summary`)
+ranks only the heuristics that finished every seed and gives a row cut off on any seed no
+difference to the best heuristic (:func:`counted`).
 
 How to use::
 
@@ -50,6 +54,14 @@ from tune.evaluation.common import DEFAULT_GREEDY, LEARNED, finite_mean
 
 #: Metrics averaged over every episode; the others only over episodes that terminated.
 ALL_EPISODES: tuple[str, ...] = ("episode_return", "truncated")
+
+
+def counted(metric: str, episode: Mapping[str, Any], fair: bool) -> bool:
+    """Whether a policy's mean of ``metric`` counts ``episode`` (one seed's metrics): always
+    for :data:`ALL_EPISODES` and for a ``fair`` formulation (``fair_when_truncated``), else
+    only when the step cap did not cut the episode off. The means, their intervals and the
+    paired differences of :mod:`tune.evaluation.comparison` all count by this rule."""
+    return metric in ALL_EPISODES or fair or not episode.get("truncated")
 
 
 def baseline_names(env_name: str) -> tuple[str, ...]:
@@ -180,10 +192,10 @@ def evaluate_single_agent(
     fair = environment.fair_when_truncated
     table: dict[str, dict[str, Any]] = {}
     for policy, episodes in played.items():
-        complete = [episode for episode in episodes if fair or not episode["truncated"]]
-        metrics = {key: finite_mean([episode[key] for episode in episodes]) for key in ALL_EPISODES}
-        for key in dict.fromkeys(key for episode in episodes for key in episode):
-            if key not in ALL_EPISODES:
-                metrics[key] = finite_mean([episode.get(key) for episode in complete])
+        metrics = {}
+        for key in dict.fromkeys([*ALL_EPISODES, *(key for e in episodes for key in e)]):
+            metrics[key] = finite_mean(
+                [episode.get(key) for episode in episodes if counted(key, episode, fair)]
+            )
         table[policy] = {"metrics": metrics, "episodes": episodes}
     return table

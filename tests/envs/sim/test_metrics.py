@@ -7,9 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from envs.sim import Simulator
-from envs.sim.metrics import SimulationResult
+from envs.sim import Simulator, SimulatorConfig
+from envs.sim.metrics import SimulationResult, concatenate_job_times
 from envs.topology import build_cluster
+
+nan = float("nan")
 
 
 class OneAtATime:
@@ -82,4 +84,107 @@ def test_unfinished_jobs_are_null_in_json(make_workload) -> None:
     assert payload["metrics"]["ideal_gpu_seconds"] == 0.0
     assert payload["metrics"]["gpu_time_inflation"] is None
     assert payload["metrics"]["avg_wait"] is None  # finished jobs only
-    assert np.isnan(SimulationResult.from_simulator(sim, "cut").metrics()["makespan"])
+    # At least the 10 s the run lasted (it was NaN, over finished jobs only), and the job's
+    # 10 s alone on one GPU give its CS of 1 (it was NaN: no job finished).
+    assert payload["metrics"]["makespan"] == pytest.approx(10.0)
+    assert payload["metrics"]["avg_contention"] == 1.0
+    assert SimulationResult.from_simulator(sim, "cut").job_times() == {
+        "seconds": [10.0],
+        "unfinished": [True],
+    }
+
+
+@pytest.fixture
+def cut(make_workload) -> SimulationResult:
+    # The two ResNet-50 jobs of `result` (160 ideal seconds each, one at a time on one GPU
+    # of 4) and a third arriving at 300 s, all cut at a 200 s horizon: job 0 ran 0-160 s,
+    # job 1 ran from 160 s and had 40 s done, job 2 never arrived.
+    cluster = build_cluster("flat", servers=1, gpus_per_server=4)
+    workload = make_workload([0.0, 0.0, 300.0], [0, 0, 0], [1, 1, 1])
+    sim = Simulator(cluster, workload, SimulatorConfig(horizon_s=200.0))
+    sim.run(OneAtATime())
+    return SimulationResult.from_simulator(sim, "cut")
+
+
+def test_a_run_cut_at_its_horizon_counts_the_unfinished_job(cut: SimulationResult) -> None:
+    assert cut.end_time == 200.0
+    np.testing.assert_allclose(cut.jobs["finish"], [160.0, np.nan, np.nan])
+    metrics = cut.metrics()
+    assert (metrics["jobs_finished"], metrics["jobs_total"]) == (1, 3)
+    assert metrics["avg_jct"] == pytest.approx(180.0)  # (160 + 200 so far) / 2 arrived
+    # The run lasted 200 s and job 1 is still running: the makespan is at least 200 s
+    # (it was 160 s, the finished job's alone, under jobs_finished < jobs_total).
+    assert metrics["makespan"] == pytest.approx(200.0)
+    # Both jobs that ran, job 1 for its 40 s so far; each ran alone on one GPU (CS 1).
+    assert metrics["avg_contention"] == pytest.approx(1.0)
+    assert metrics["p90_contention"] == pytest.approx(1.0)
+    # The jobs that arrived, the one cut marked: the values avg JCT averages.
+    times = cut.job_times()
+    assert times == {"seconds": [160.0, 200.0], "unfinished": [False, True]}
+    assert np.mean(times["seconds"]) == pytest.approx(metrics["avg_jct"])
+
+
+def hand_built(
+    finish: list[float],
+    run_time: list[float],
+    contention: list[float],
+    end_time: float,
+    arrival: tuple[float, ...] = (0.0, 100.0, 200.0),
+) -> SimulationResult:
+    """Jobs arriving at ``arrival`` (by default 0, 100 and 200 s) on 8 GPUs, one GPU and
+    1000 ideal seconds each, the run ended at ``end_time``."""
+    count = len(finish)
+    jobs = {
+        "arrival": np.array(arrival[:count]),
+        "first_start": np.where(np.asarray(run_time) > 0, 0.0, np.nan),
+        "finish": np.array(finish),
+        "ideal_duration": np.full(count, 1000.0),
+        "run_time": np.array(run_time),
+        "gpus": np.ones(count),
+        "contention": np.array(contention),
+        "preemptions": np.zeros(count),
+        "gpu_seconds": np.array(run_time),
+        "servers": np.ones(count),
+        "job_id": np.arange(count),
+    }
+    timeline_keys = ("time", "busy_gpus", "queue_length", "running", "fragmentation")
+    timeline = {key: np.zeros(1) for key in (*timeline_keys, "mean_contention")}
+    return SimulationResult("hand", jobs, timeline, 8, end_time)
+
+
+def test_contention_counts_every_job_that_ran_to_the_end() -> None:
+    # Job 0 finished with CS 1.0; job 1 ran 500 s unfinished at CS 1.5 on average (the
+    # slow job a truncated run leaves); job 2 never ran (no placement, no CS: NaN).
+    result = hand_built([1000.0, nan, nan], [1000.0, 500.0, 0.0], [1.0, 1.5, nan], 3000.0)
+    metrics = result.metrics()
+    assert metrics["avg_contention"] == pytest.approx(1.25)  # (1.0 + 1.5) / 2; was 1.0
+    assert metrics["p90_contention"] == pytest.approx(1.45)  # 1.0 + 0.9 * 0.5; was 1.0
+    assert metrics["makespan"] == pytest.approx(3000.0)  # 3000 - 0; was 1000 (finished)
+    assert metrics["avg_jct"] == pytest.approx((1000.0 + 2900.0 + 2800.0) / 3)
+    assert metrics["avg_wait"] == pytest.approx(0.0)  # still over finished jobs only
+
+
+def test_makespan_and_contention_are_undefined_only_without_jobs() -> None:
+    # Nothing ran: no CS to average (NaN), but the run lasted 3000 s: makespan >= that.
+    idle = hand_built([nan, nan], [0.0, 0.0], [nan, nan], 3000.0).metrics()
+    assert idle["makespan"] == pytest.approx(3000.0) and np.isnan(idle["avg_contention"])
+    assert idle["avg_jct"] == pytest.approx((3000.0 + 2900.0) / 2)
+    # The run ended before the first arrival: no job arrived, nothing is defined.
+    early = hand_built([nan], [0.0], [nan], 50.0, arrival=(60.0,))
+    empty = early.metrics()
+    assert np.isnan(empty["makespan"]) and np.isnan(empty["avg_jct"])
+    assert early.job_times() == {"seconds": [], "unfinished": []}
+    # Every job finished: last finish - first arrival, as before.
+    done = hand_built([1000.0, 1100.0], [1000.0, 1000.0], [1.0, 1.2], 1100.0).metrics()
+    assert done["makespan"] == pytest.approx(1100.0)
+    assert done["avg_contention"] == pytest.approx(1.1)
+
+
+def test_job_times_concatenate_in_order() -> None:
+    first = {"seconds": [1.0, 2.0], "unfinished": [False, True]}
+    second = {"seconds": [3.0], "unfinished": [False]}
+    assert concatenate_job_times([first, second]) == {
+        "seconds": [1.0, 2.0, 3.0],
+        "unfinished": [False, True, False],
+    }
+    assert concatenate_job_times([]) == {"seconds": [], "unfinished": []}
