@@ -23,6 +23,14 @@ def bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return importlib.import_module("bench_learning")
 
 
+@pytest.fixture
+def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """benchmarks/results/ redirected to a temporary folder (not made yet)."""
+    folder = tmp_path / "results"
+    monkeypatch.setattr(importlib.import_module("common"), "RESULTS", folder)
+    return folder
+
+
 def stand_in(tmp_path: Path, body: str) -> Path:
     """A program run in train.py's place."""
     program = tmp_path / "train.py"
@@ -150,12 +158,12 @@ def payload_then_exit(payload: dict, status: int, fail_on: str = "") -> str:
 
 def test_a_result_printed_before_a_non_zero_exit_is_kept_and_recorded(
     bench: ModuleType,
+    results: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # train.py exits 1 when only the MLflow logging failed, its JSON still on the last line.
-    monkeypatch.setattr(importlib.import_module("common"), "RESULTS", tmp_path / "results")
     unlogged = {**PAYLOAD, "evaluation_unlogged": "/results/unlogged-evaluations/demo"}
     monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, payload_then_exit(unlogged, 1)))
     payload, _, status = bench.train(bench.SETTINGS["demo"])
@@ -165,7 +173,7 @@ def test_a_result_printed_before_a_non_zero_exit_is_kept_and_recorded(
         "not logged, the files are in /results/unlogged-evaluations/demo; its result is kept"
     ]
     assert bench.cli(["demo"]) == 0
-    [record] = json.loads((tmp_path / "results" / "learning.json").read_text())["results"]
+    [record] = json.loads((results / "learning.json").read_text())["results"]
     assert (record["setting"], record["learned"], record["best_heuristic"]) == (
         "demo",
         "learned-greedy",
@@ -177,12 +185,11 @@ def test_a_result_printed_before_a_non_zero_exit_is_kept_and_recorded(
 
 def test_each_setting_is_written_when_done_so_a_later_failure_loses_none(
     bench: ModuleType,
+    results: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    results = tmp_path / "results"
-    monkeypatch.setattr(importlib.import_module("common"), "RESULTS", results)
     results.mkdir()
     last_run = [{"setting": "contended", "run": "last"}, {"setting": "paper001", "run": "last"}]
     (results / "learning.json").write_text(json.dumps({"results": last_run}))
@@ -223,12 +230,12 @@ SKIPPED = {
 )
 def test_a_result_without_its_evaluation_is_a_skipped_row_with_the_training_kept(
     bench: ModuleType,
+    results: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     payload: dict,
 ) -> None:
-    monkeypatch.setattr(importlib.import_module("common"), "RESULTS", tmp_path / "results")
     monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, payload_then_exit(payload, 0)))
     assert bench.cli(["demo"]) == 0
     out, err = capsys.readouterr()
@@ -239,7 +246,7 @@ def test_a_result_without_its_evaluation_is_a_skipped_row_with_the_training_kept
     # The header, its rule, then the table's one row.
     assert lines[title + 3].split() == ["evaluation", "skipped", "-", "-", "-", "-"]
     assert "  trained policy: /runs/demo/checkpoint" in lines
-    [record] = json.loads((tmp_path / "results" / "learning.json").read_text())["results"]
+    [record] = json.loads((results / "learning.json").read_text())["results"]
     assert record["setting"] == "demo"
     assert record["evaluation_skipped"] is True
     assert (record["goal_met"], record["rows"]) == (None, [])
@@ -258,13 +265,12 @@ def test_an_evaluated_result_is_recorded_as_not_skipped(
 
 def test_a_failed_report_keeps_that_result_and_every_other_settings(
     bench: ModuleType,
+    results: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # demo's summary lacks the keys the table is made of; contended's result is whole.
-    results = tmp_path / "results"
-    monkeypatch.setattr(importlib.import_module("common"), "RESULTS", results)
     broken = {**PAYLOAD, "summary": {"learned": "learned-greedy"}}
     body = (
         "import json\n"
@@ -293,13 +299,12 @@ def test_a_failed_report_keeps_that_result_and_every_other_settings(
 
 def test_a_failed_report_is_written_before_the_next_setting_trains(
     bench: ModuleType,
+    results: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # demo's report fails, then contended's training fails: demo's result is on disk.
-    results = tmp_path / "results"
-    monkeypatch.setattr(importlib.import_module("common"), "RESULTS", results)
     broken = {**PAYLOAD, "evaluation": {"learned-greedy": {"kind": "learned"}}}
     body = payload_then_exit(broken, 0, fail_on="contended")
     monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, body))
