@@ -308,6 +308,34 @@ def test_contention_reward_counts_from_the_round() -> None:
     assert paid == pytest.approx(dict.fromkeys(paid, -held), abs=1e-12)
 
 
+def test_the_last_observation_at_the_horizon_shows_the_backlog() -> None:
+    """RLlib bootstraps a truncated episode from its last observation: it must show the
+    jobs still waiting (each scheduler's queue length, in units of max_jobs), with
+    wait-only masks and no advice."""
+    from envs.sim import JobStatus
+
+    env = PodSchedulingEnv(
+        num_jobs=60, horizon_intervals=3, advice="dsif+locality", queue_order="ideal-time"
+    )
+    observations, _ = env.reset(seed=0)
+    driver = HeuristicPodPolicy(env, "dsif+locality", seed=0)
+    truncations = {}
+    while env.agents:
+        observations, _, _, truncations, _ = env.step(driver.actions())
+    assert all(truncations.values())
+    waiting = np.flatnonzero(env.sim.status == JobStatus.WAITING)
+    per_home = np.bincount(env.homes[waiting], minlength=env.cluster.num_partitions)
+    assert per_home.sum() == len(waiting) > 0
+    wait = env.action_space(env.possible_agents[0]).n - 1
+    for agent, observation in observations.items():
+        summary = observation["schedulers"][: env.cluster.num_partitions]
+        assert summary[:, 2] * env.config.max_jobs == pytest.approx(per_home)
+        assert (summary[:, 5] == (per_home > 0)).all()
+        assert np.flatnonzero(observation["action_mask"]).tolist() == [wait]
+        assert not observation["advice"].any()
+        assert env.observation_space(agent).contains(observation)
+
+
 def test_forwarding_limit_and_homes() -> None:
     env = PodSchedulingEnv(num_jobs=10, forward_limit=0)
     observations, _ = env.reset(seed=3)
