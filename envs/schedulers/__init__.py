@@ -9,13 +9,15 @@ Typical use::
     sim.run(make_scheduler("las+lif"))
 
 ``make_scheduler("ordering+placement", rng=...)`` builds any combination of the
-orderings ``fifo, sjf, srtf, las, drf, sif, dsif, saf, lrf, spf, random, gittins`` and the
+orderings ``fifo, sjf, srtf, las, drf, sif, dsif, dsif-patient, saf, lrf, spf, random,
+gittins`` (and the patient ``fifo-, drf-, saf-, lrf-, spf-patient``) and the
 placements ``packing, tetris, load-balancing, lif, depth-first, breadth-first, locality,
 random, quiet-packing`` (:func:`scheduler_names`). Modules: ``base`` (the :class:`Ordering` and
 :class:`Placement` interfaces), ``scheduler`` (:class:`Scheduler`: the walk over the
 queue, backfilling, DSIF's delays), ``orderings``, ``preemption`` (preemptive LAS and
-SRTF: who preempts whom, the guard against thrashing), ``packing`` (002), ``per_task``
-(Tetris, load balancing, least interference, random), ``gittins`` (Tiresias' Gittins
+SRTF, Gittins: who preempts whom, the guard against thrashing), ``packing`` (002), ``tetris`` (001's:
+servers filled one at a time, the best aligned first), ``per_task`` (load balancing,
+least interference, random), ``gittins`` (Tiresias' Gittins
 index), ``nodes`` (004's depth- and breadth-first), ``locality`` (lowest common
 switch), ``view`` (the tentative
 :class:`ClusterView`), ``tentative``/``capacity``/``tasks`` (placement helpers),
@@ -50,7 +52,7 @@ from envs.schedulers.patient import (
     PatientShortestActualTime,
     PatientSmallestProductFirst,
 )
-from envs.schedulers.per_task import LeastInterference, LoadBalancing, RandomPlacement, Tetris
+from envs.schedulers.per_task import LeastInterference, LoadBalancing, RandomPlacement
 from envs.schedulers.preemption import PreemptionSettings
 from envs.schedulers.registry import (
     SchedulerNames,
@@ -59,6 +61,7 @@ from envs.schedulers.registry import (
     split_scheduler_name,
 )
 from envs.schedulers.scheduler import Scheduler
+from envs.schedulers.tetris import Tetris
 from envs.schedulers.view import ClusterView
 
 __all__ = [

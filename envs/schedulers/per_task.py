@@ -1,13 +1,11 @@
-"""Placements that choose a GPU group for each task in turn by a score (001's baselines).
+"""Placements that choose a GPU group for each task in turn by a score (001's baselines;
+its Tetris fills whole servers instead: :mod:`.tetris`).
 
 Tasks are taken workers first, then parameter servers; each goes to the best-scoring GPU
 group it fits (its GPUs in the group, its cores on the group's socket), and the next task
 sees that claim. Ties go to the lower group index unless a placement says otherwise. If
 some task fits nowhere the job is not placed at all.
 
-- **tetris** (Grandl et al., SIGCOMM'14; 001 §VI-A): the alignment score
-  ``demand . free``, both normalized by the candidate's capacity (GPUs of the group,
-  cores of its socket); the highest wins.
 - **load-balancing** (001 §VI-A, as in Mesos and Kubernetes): a server's load is the sum
   over resource types of used / capacity; the task goes to the least-loaded server, and
   inside it to the least-loaded group (group GPUs used / its GPUs + socket cores used /
@@ -64,24 +62,6 @@ class PerTaskPlacement(Placement):
 
     def assigned(self, context: Any, attempt: Tentative, task: int, group: int) -> None:
         """Update :meth:`prepare`'s state after ``task`` went to ``group`` (default: none)."""
-
-
-class Tetris(PerTaskPlacement):
-    """Highest alignment ``demand . free`` (normalized by the candidate's capacity)."""
-
-    name = "tetris"
-
-    def pick(self, context: Any, attempt: Tentative, task: int, candidates: np.ndarray) -> int:
-        cluster = attempt.cluster
-        sockets = cluster.group_socket[candidates]
-        gpu_capacity = cluster.group_gpus[candidates].astype(np.float64)
-        core_capacity = cluster.socket_cores[sockets].astype(np.float64)
-        score = (attempt.tasks.gpus[task] / gpu_capacity) * (
-            attempt.free_gpus[candidates] / gpu_capacity
-        ) + (attempt.tasks.cpus[task] / core_capacity) * (
-            attempt.free_cores[sockets] / core_capacity
-        )
-        return int(candidates[np.argmax(score)])
 
 
 @dataclass

@@ -33,9 +33,10 @@ from envs.schedulers.patient import (
     PatientShortestActualTime,
     PatientSmallestProductFirst,
 )
-from envs.schedulers.per_task import LeastInterference, LoadBalancing, RandomPlacement, Tetris
+from envs.schedulers.per_task import LeastInterference, LoadBalancing, RandomPlacement
 from envs.schedulers.preemption import PreemptionSettings
 from envs.schedulers.scheduler import Scheduler
+from envs.schedulers.tetris import Tetris
 
 
 def _on_las_queues(ordering: type[LeastAttainedService], settings: PreemptionSettings) -> Ordering:

@@ -47,15 +47,23 @@ def three_servers(setup_sim, job_spec):
     return setup.sim
 
 
-def test_tetris_takes_the_best_aligned_group(three_servers):
-    """Score = (1/2)(free GPUs/2) + (2/8)(free cores/8) per group:
+def test_tetris_fills_the_best_aligned_server_that_holds_the_job(three_servers):
+    """Servers are filled one at a time (001: maximally packed). Free per server (GPUs of
+    4, cores of 16): server 0 3 and 15, server 1 4 and 10, server 2 4 and 16. Job 0 asks
+    2 GPUs and 4 cores in all; alignment (2/4)(GPUs/4) + (4/16)(cores/16): server 0
+    0.375 + 0.234 = 0.609, server 1 0.5 + 0.156 = 0.656, server 2 0.5 + 0.25 = 0.75.
+    Every server holds it, so server 2, both tasks in its first group (4)."""
+    assert place(Tetris(), three_servers, 0) == [4, 4]
 
-    group 0: 0.25 + 0.25 x 7/8 = 0.469   group 1: 0.5 + 0.25 = 0.75
-    group 2: 0.5 + 0.25 x 2/8 = 0.5625   groups 3, 4, 5: 0.75
-    The first task takes group 1 (first of the best). Group 1 then scores
-    0.25 + 0.25 x 6/8 = 0.4375, so the second task takes group 3.
-    """
-    assert place(Tetris(), three_servers, 0) == [1, 3]
+
+def test_tetris_fills_a_server_then_the_next_when_none_holds_the_job(three_servers):
+    """Job 1 asks 5 GPUs and 5 cores: no server holds it. Alignment (5/4)(GPUs/4) +
+    (5/16)(cores/16): server 0 0.9375 + 0.293, server 1 1.25 + 0.195, server 2 1.25 +
+    0.3125 (best): server 2 takes four tasks, groups 4, 4, 5, 5. The last task (1 GPU,
+    1 core): server 0 0.25 x 3/4 + (1/16)(15/16) = 0.246, server 1 0.25 + (1/16)(10/16) =
+    0.289: server 1, the tightest group there (its first, 2). The per-task alignment of
+    the earlier version put job 0 on groups 1 and 3, two servers."""
+    assert place(Tetris(), three_servers, 1) == [4, 4, 5, 5, 2]
 
 
 def test_load_balancing_takes_the_least_loaded_server(three_servers):
