@@ -14,10 +14,10 @@ gittins`` (and the patient ``fifo-, drf-, saf-, lrf-, spf-patient``) and the
 placements ``packing, tetris, load-balancing, lif, depth-first, breadth-first, locality,
 random, quiet-packing`` (:func:`scheduler_names`). Modules: ``base`` (the :class:`Ordering` and
 :class:`Placement` interfaces), ``scheduler`` (:class:`Scheduler`: the walk over the
-queue, backfilling, DSIF's delays), ``orderings``, ``preemption`` (preemptive LAS and
-SRTF, Gittins: who preempts whom, the guard against thrashing), ``packing`` (002), ``tetris`` (001's:
-servers filled one at a time, the best aligned first), ``per_task`` (load balancing,
-least interference, random), ``gittins`` (Tiresias' Gittins
+queue, backfilling, DSIF's delays), ``orderings``, ``preemption`` (preemptive LAS,
+SRTF and Gittins: who preempts whom, the guard against thrashing), ``packing`` (002),
+``tetris`` (001's: servers filled one at a time, the best aligned first), ``per_task``
+(load balancing, least interference, random), ``gittins`` (Tiresias' Gittins
 index), ``nodes`` (004's depth- and breadth-first), ``locality`` (lowest common
 switch), ``view`` (the tentative
 :class:`ClusterView`), ``tentative``/``capacity``/``tasks`` (placement helpers),
