@@ -3,8 +3,8 @@
 :class:`ContentionCore` keeps one episode: a :class:`~envs.sim.Simulator` of the 4 x 8
 flat cluster in interval mode (a decision every ``round_s`` seconds while jobs wait) with
 its bandwidth-sharing model on -- every link's bandwidth is split equally among the jobs
-whose traffic crosses it -- so a job's contention sensitivity ``CS = step time alone /
-step time now`` (000 eq. 1, read from :attr:`envs.sim.Simulator.contention`) rises when
+whose traffic crosses it -- so a job's contention sensitivity ``CS = step time now /
+step time alone`` (000 eq. 1, read from :attr:`envs.sim.Simulator.contention`) rises when
 the agent co-locates jobs whose traffic shares node ports. :class:`envs.contention.
 ContentionEnv` is its Gymnasium face; :mod:`envs.contention.baselines` runs LAS, SRTF and
 FIFO on the same simulator.

@@ -28,8 +28,8 @@ fraction of its ideal step it spends communicating -- the expected number of par
 transferring while it does. A busy partner (MoE, FSDP) then costs more than a light one
 (IMG, GNN), 000 Fig. 1's partner effect; with every duty cycle at 1 both rules agree.
 ``speed_factor`` is a per-placement penalty a formulation may set (004's allocation-policy
-penalties, DeepRM's fixed lengths use 1). Contention sensitivity CS = step time alone on
-the same placement / step time now (000 eq. 1, as a ratio >= 1).
+penalties, DeepRM's fixed lengths use 1). Contention sensitivity CS = step time now /
+step time alone on the same placement (000 eq. 1 read as a slowdown, a ratio >= 1).
 
 **State.** Free GPUs per GPU group, free cores per socket, the job on every GPU, jobs per
 link, and a table of the running tasks and communicating pairs; all numpy arrays updated
@@ -759,6 +759,7 @@ class Simulator:
         self._running = _sorted_with(self._running, job, False)
         self._remaining_fresh = False
         self._rate[job] = 0.0
+        self._contention[job] = 1.0  # a stopped job is not contended (the property's doc)
         self.running_workers[job] = 0
         self.running_gpus[job] = 0
 

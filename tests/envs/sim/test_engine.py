@@ -342,3 +342,31 @@ def test_a_resize_that_does_not_fit_leaves_the_job_where_it_ran(make_workload) -
     assert sim.releases == releases + 1  # job 1's resize only
     assert sim.preemptions.tolist() == [0, 0]
     assert np.isnan(sim.last_preempted_at).all()
+
+
+def test_a_stopped_job_is_not_contended() -> None:
+    """Two 2-worker LM rings share server 0's port (CS > 1 both); preempted, a job's CS is
+    1 (it runs nowhere), and after both finish every CS is 1, as the property says."""
+    from envs.workload import Workload
+
+    cluster = build_cluster("flat", servers=3, gpus_per_server=4)
+    workload = Workload(
+        arrival_time=np.zeros(2),
+        model=np.array([3, 3]),  # LM in the deepshare catalog
+        num_workers=np.array([2, 2]),
+        worker_demand=np.tile([1.0, 1.0], (2, 1)),
+        epochs=np.ones(2),
+        iterations_per_epoch=np.array([4000, 1000]),
+        catalog_name="deepshare",
+    )
+    sim = Simulator(cluster, workload, SimulatorConfig(interference=False))
+    sim.run_until_decision()
+    sim.place(0, [0, 2])
+    sim.place(1, [1, 4])
+    assert (sim.contention > 1).all()
+    sim.preempt(1)
+    assert sim.contention[1] == 1.0
+    sim.place(1, [1, 4])
+    while sim.run_until_decision():
+        pass
+    assert (sim.status == JobStatus.FINISHED).all() and (sim.contention == 1.0).all()
