@@ -1,13 +1,16 @@
 """004's allocation policies (§3.1): depth-first and breadth-first over nodes (servers).
 
 - **depth-first** "assign[s] requested resources utilizing as few nodes as possible": the
-  servers are taken in index order and each is filled with as many of the job's tasks as
-  it holds before the next is used, so a job and the jobs after it consolidate on the
-  lowest-numbered servers with room (first fit).
+  lowest-numbered server that holds every remaining task whole takes them (first fit);
+  when none does, the server with the most free GPUs is filled as far as it goes, and so
+  on -- the fewest servers, greedily. (Plain first fit over the servers in index order,
+  its earlier form, could use two where one held the job: 1 free GPU on server 0 and 4 on
+  server 1 put a 4-GPU job on both.)
 - **breadth-first** "assign[s] requested resources utilizing as many nodes as possible":
   round-robin over the servers with room, in index order, one task per server per round.
 
-Unlike packing (:mod:`.packing`), neither looks for the tightest server: they differ from
+Unlike packing (:mod:`.packing`), neither looks for the tightest server (depth-first takes
+the first that holds the job, packing the one with the fewest free GPUs): they differ from
 it, and from each other, in how a job spreads, which is what 004's dgemm (compute-bound,
 faster depth-first) and daxpy (network-bound, faster breadth-first) are sensitive to.
 Inside a server a task takes a group already holding the job, else the tightest group.
@@ -25,7 +28,8 @@ from envs.sim import Simulator
 
 
 class DepthFirst(Placement):
-    """Fill the lowest-numbered server with room completely, then the next."""
+    """The fewest servers: the first that holds the rest of the job, else the one with the
+    most free GPUs filled, and again."""
 
     name = "depth-first"
 
@@ -34,12 +38,23 @@ class DepthFirst(Placement):
         room = ServerRoom(attempt)
         if not room.could_ever_fit():
             return None
-        # Filling one server never changes another's room, so the candidates are fixed.
-        for server in np.flatnonzero(room.takes_some()).tolist():
-            attempt.fill_server(server, attempt.unplaced)
-            if attempt.complete:
-                return attempt.result()
-        return None
+        while not attempt.complete:
+            todo = attempt.unplaced
+            # holds_all is necessary only: confirm by filling, lowest index first.
+            for server in np.flatnonzero(room.holds_all()).tolist():
+                saved = attempt.checkpoint()
+                if attempt.fill_server(server, todo) == len(todo):
+                    return attempt.result()
+                attempt.restore(saved)
+            takes_some = room.takes_some()
+            if not takes_some.any():
+                return None
+            # argmax: the first of the most free GPUs.
+            server = int(np.where(takes_some, room.free_gpus, -1).argmax())
+            if attempt.fill_server(server, todo) == 0:
+                return None
+            room.refresh(server)
+        return attempt.result()
 
 
 class BreadthFirst(Placement):

@@ -184,7 +184,9 @@ class Scheduler:
         )
 
     def _walk_strict(self, sim: Simulator, view: ClusterView, queue: np.ndarray) -> None:
-        for job in queue.tolist():
+        position = 0
+        while position < len(queue):
+            job = int(queue[position])
             groups = view.place(self.placement, job)
             if groups is None:
                 return
@@ -194,6 +196,13 @@ class Scheduler:
             ):
                 return
             self._start(sim, view, job, groups)
+            position += 1
+            # A dynamic ordering (DRF's shares) ranks the rest again after each start, as
+            # the backfilling walk does: progressive filling.
+            if self.ordering.is_dynamic(sim):
+                queue = np.concatenate(
+                    [queue[:position], self.ordering.order(sim, queue[position:], view)]
+                )
 
     def _walk(
         self,

@@ -74,10 +74,22 @@ def test_load_balancing_takes_the_least_loaded_server(three_servers):
     assert place(LoadBalancing(), three_servers, 0) == [4, 1]
 
 
-def test_depth_first_fills_servers_in_order(three_servers):
-    # Server 0 has 3 free GPUs: group 0 (tightest, 1 free), then group 1 twice; server 1
-    # takes the last two in group 2.
-    assert place(DepthFirst(), three_servers, 1) == [0, 1, 1, 2, 2]
+def test_depth_first_uses_the_fewest_servers(three_servers):
+    # Five tasks of (1 GPU, 1 core); free GPUs per server 3, 4, 4: none holds the job, so
+    # the first with the most free GPUs (server 1) is filled: groups 2 (its socket has 2
+    # free cores) and 3, two each. The last task fits servers 0 and 2 whole: the first,
+    # its tightest group 0.
+    assert place(DepthFirst(), three_servers, 1) == [2, 2, 3, 3, 0]
+
+
+def test_depth_first_takes_one_server_where_one_holds_the_job(setup_sim, job_spec):
+    # Server 0 has 1 free GPU (group 1), server 1 all 4: a 4-task job goes to server 1
+    # alone, where first fit in index order began on server 0 and needed both.
+    cluster = build_cluster("flat", servers=2, gpus_per_server=4)
+    setup = setup_sim(cluster, [job_spec(workers=4, cpus=1)], gpu_fillers=3)
+    setup.occupy(0, gpus=2)
+    setup.occupy(1, gpus=1)
+    assert place(DepthFirst(), setup.sim, 0) == [2, 2, 3, 3]
 
 
 def test_breadth_first_spreads_round_robin(three_servers):

@@ -112,6 +112,27 @@ def test_drf_fills_progressively_by_user_share(setup_sim, job_spec):
     assert started == [2, 0, 3, 1]
 
 
+def test_drf_fills_progressively_without_backfill_too(setup_sim, job_spec):
+    """The strict walk re-ranks after each start as the backfilling one does. Two GPUs
+    free of 4; jobs 0, 1 (user 0) and 2 (user 1) wait, one GPU each, all at share 0: job 0
+    by index, then user 0 is at 1/4 and job 2 (user 1, 0) goes before job 1. Ranked once,
+    job 1 took the second GPU."""
+    cluster = build_cluster("flat", servers=1, gpus_per_server=4)
+    specs = [
+        job_spec(user=0, arrival=0.0),
+        job_spec(user=0, arrival=0.0),
+        job_spec(user=1, arrival=0.0),
+        job_spec(iterations=10**9),
+        job_spec(iterations=10**9),
+    ]
+    setup = setup_sim(cluster, specs)
+    setup.sim.place(3, [0])
+    setup.sim.place(4, [0])
+    started = record_starts(setup.sim)
+    Scheduler(DominantResourceFairness(), Packing(), backfill=False).schedule(setup.sim)
+    assert started == [0, 2]
+
+
 # ---------------------------------------------------------------------------- DSIF
 @pytest.fixture
 def spread_out(setup_sim, job_spec):
