@@ -8,7 +8,8 @@ simulator's own speed model, on the cluster as it is now:
     step = compute_time x (1 + S) + communication
     S    = the slowest worker's interference slowdown from the jobs already placed (001 §V)
     communication = the slowest exchanging pair's gigabits over its bottleneck, each link
-           shared equally with the jobs already crossing it plus this one (003); a pair
+           shared with the jobs already crossing it plus this one as the simulator's
+           ``link_sharing`` says (equally, 003; or by their duty cycles, 000); a pair
            inside one GPU group talks at that group's PCIe bandwidth
 
     estimate = restart cost (a resumed job) + remaining work / workers x step
@@ -45,9 +46,11 @@ def communication_seconds(sim: Simulator, job: int, groups: np.ndarray) -> float
     crossed = (
         np.unique(np.concatenate(routes)) if any(len(r) for r in routes) else np.zeros(0, np.int64)
     )
-    # The job adds itself once to every link it crosses (the simulator counts jobs, not pairs).
+    # As the simulator shares a link (envs.sim.speed.shared_communication_times): the job
+    # sees capacity / (1 + the weights of the jobs already crossing it) -- their count under
+    # equal sharing, their duty cycles under traffic sharing.
     share = np.zeros(cluster.num_links)
-    share[crossed] = cluster.link_gbps[crossed] / (sim.link_jobs[crossed] + 1)
+    share[crossed] = cluster.link_gbps[crossed] / (1.0 + sim.link_load[crossed])
     pcie_gbps = cluster.link_gbps[cluster.group_pcie_link]
     bottleneck = np.array(
         [

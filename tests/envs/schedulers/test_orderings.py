@@ -144,3 +144,25 @@ def test_saf_prefers_the_job_whose_placement_runs_faster(setup_sim, job_spec):
     expected = 2000 / 2 * (0.16 + gradient_mb * 8 / 1000 / 10)
     assert estimated_duration(sim, 0, np.array([1, 3]), view.loads) == pytest.approx(expected)
     assert estimated_duration(sim, 1, np.array([1]), view.loads) == pytest.approx(160.0)
+
+
+@pytest.mark.parametrize("sharing", ["equal", "traffic"])
+def test_safs_oracle_shares_links_as_the_simulator_does(setup_sim, job_spec, sharing):
+    """A light job (VGG-16) crossing both servers' ports beside a busy one (ResNeXt-110):
+    SAF's estimate of its time equals the simulator's once it is placed there, under
+    either link sharing (the duty-cycle weights of traffic sharing leave it more of a
+    port than the equal split; the oracle split equally in both)."""
+    from envs.schedulers.estimate import estimated_duration
+
+    cluster = build_cluster("flat", servers=2, gpus_per_server=4)
+    specs = [
+        job_spec(workers=2, model="VGG-16", iterations=1000),
+        job_spec(workers=2, model="ResNeXt-110", iterations=10**9),
+    ]
+    config = SimulatorConfig(link_sharing=sharing, interference=False)
+    setup = setup_sim(cluster, specs, config=config)
+    sim = setup.sim
+    sim.place(1, [0, 2])
+    estimate = estimated_duration(sim, 0, np.array([1, 3]), ClusterView(sim).loads)
+    sim.place(0, [1, 3])
+    assert estimate == pytest.approx(float(sim.remaining_time(np.array([0]))[0]), rel=1e-12)
