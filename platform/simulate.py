@@ -23,7 +23,7 @@ and links per tier, partitions and servers per partition, total and bisection ba
 as a table, or with ``--json`` as one JSON object; ``--draw FILE.png`` also draws it.
 
 ``run`` simulates one policy (``--policy ordering+placement``) or several side by side
-(``--compare a,b,...``; ``las`` and ``srtf`` preempt, see ``--no-preemption``,
+(``--compare a,b,...``; ``las``, ``srtf`` and ``gittins`` preempt, see ``--no-preemption``,
 ``--min-run``, ``--las-thresholds``, ``--no-consolidate``, ``--restart-cost``) on a
 generated workload or a real trace, under the ``--perf`` model (``contention``, the
 default, or ``ideal``: every job at its trace duration) and with backfilling

@@ -115,9 +115,9 @@ _RUNNING = int(JobStatus.RUNNING)
 
 @dataclass(frozen=True)
 class PreemptionSettings:
-    """How the registry's preemptive orderings (``las``, ``srtf``) preempt.
+    """How the registry's preemptive orderings (``las``, ``srtf``, ``gittins``) preempt.
 
-    ``enabled``: False keeps both orderings but never preempts. ``min_run_s``: seconds a
+    ``enabled``: False keeps the orderings but never preempts. ``min_run_s``: seconds a
     job runs after (re)starting before it may be preempted. ``las_thresholds_gpu_s``:
     attained GPU-seconds that separate LAS's queues (one threshold: two queues).
     ``las_promote_knob``: Tiresias' PROMOTEKNOB, a demoted waiting job returns to the
