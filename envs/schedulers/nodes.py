@@ -22,7 +22,7 @@ import numpy as np
 
 from envs.schedulers.base import Placement
 from envs.schedulers.tasks import JobTasks
-from envs.schedulers.tentative import ServerRoom, Tentative
+from envs.schedulers.tentative import ServerRoom, Tentative, fill_server_by_server
 from envs.schedulers.view import ClusterView
 from envs.sim import Simulator
 
@@ -38,23 +38,8 @@ class DepthFirst(Placement):
         room = ServerRoom(attempt)
         if not room.could_ever_fit():
             return None
-        while not attempt.complete:
-            todo = attempt.unplaced
-            # holds_all is necessary only: confirm by filling, lowest index first.
-            for server in np.flatnonzero(room.holds_all()).tolist():
-                saved = attempt.checkpoint()
-                if attempt.fill_server(server, todo) == len(todo):
-                    return attempt.result()
-                attempt.restore(saved)
-            takes_some = room.takes_some()
-            if not takes_some.any():
-                return None
-            # argmax: the first of the most free GPUs.
-            server = int(np.where(takes_some, room.free_gpus, -1).argmax())
-            if attempt.fill_server(server, todo) == 0:
-                return None
-            room.refresh(server)
-        return attempt.result()
+        first = np.arange(len(room.free_gpus))  # the lowest index of those that hold it
+        return fill_server_by_server(attempt, room, lambda: first, lambda: -room.free_gpus)
 
 
 class BreadthFirst(Placement):

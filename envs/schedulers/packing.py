@@ -23,7 +23,7 @@ import numpy as np
 
 from envs.schedulers.base import Placement
 from envs.schedulers.tasks import CORE_TOLERANCE, JobTasks
-from envs.schedulers.tentative import ServerRoom, Tentative
+from envs.schedulers.tentative import ServerRoom, Tentative, fill_server_by_server
 from envs.schedulers.view import ClusterView
 from envs.sim import Simulator
 
@@ -39,32 +39,12 @@ def pack(attempt: Tentative, allowed: np.ndarray | None = None) -> np.ndarray | 
 
 
 def _pack_any(attempt: Tentative, allowed: np.ndarray | None) -> np.ndarray | None:
-    """:func:`pack` for any job, workers and parameter servers alike or not."""
+    """:func:`pack` for any job, workers and parameter servers alike or not: the fewest
+    free GPUs among the servers that hold the rest, else the most that take some."""
     room = ServerRoom(attempt, allowed)
     if not room.could_ever_fit():
         return None
-    while True:
-        todo = attempt.unplaced
-        if not len(todo):
-            return attempt.result()
-        # Fewest free GPUs first (argmin: ties to the lower index); holds_all is necessary
-        # only, so confirm by filling and fall back to the next candidate.
-        tightness = np.where(room.holds_all(), room.free_gpus, _NONE)
-        while tightness.size and tightness.min() < _NONE:
-            server = int(tightness.argmin())
-            saved = attempt.checkpoint()
-            if attempt.fill_server(server, todo) == len(todo):
-                return attempt.result()
-            attempt.restore(saved)
-            tightness[server] = _NONE
-        takes_some = room.takes_some()
-        if not takes_some.any():
-            return None
-        # argmax returns the first maximum: ties to the lower index.
-        server = int(np.where(takes_some, room.free_gpus, -1).argmax())
-        if attempt.fill_server(server, todo) == 0:
-            return None
-        room.refresh(server)
+    return fill_server_by_server(attempt, room, lambda: room.free_gpus, lambda: -room.free_gpus)
 
 
 def _pack_alike(attempt: Tentative, allowed: np.ndarray | None) -> np.ndarray | None:

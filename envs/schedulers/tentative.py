@@ -7,6 +7,8 @@ state, so a placement that fails half-way leaves the view untouched and returns 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from envs.schedulers.capacity import server_capacity, server_sums, sockets_capacity
@@ -257,3 +259,40 @@ class ServerRoom:
         self.free_cores[server] = cores
         for capacity, value in zip(self.capacity, capacities, strict=True):
             capacity[server] = value
+
+
+def fill_server_by_server(
+    attempt: Tentative,
+    room: ServerRoom,
+    whole_rank: Callable[[], np.ndarray],
+    partial_rank: Callable[[], np.ndarray],
+) -> np.ndarray | None:
+    """Place the job one server at a time, the fewest servers greedily: among the servers
+    that hold every unplaced task whole, the first by ``whole_rank()`` that does once
+    filled (``holds_all`` is a necessary test only); when none does, the first by
+    ``partial_rank()`` among those that take some, filled as far as it goes; then again.
+    Ranks are per-server arrays, lowest first, ties to the lower index, asked afresh after
+    each fill. The groups, or None when the job does not fit.
+
+    The walk of 002's packing (:mod:`.packing`), 004's depth-first (:mod:`.nodes`) and
+    001's Tetris (:mod:`.tetris`), which differ only in their ranks.
+    """
+    while True:
+        todo = attempt.unplaced
+        if not len(todo):
+            return attempt.result()
+        whole = np.where(room.holds_all(), whole_rank(), np.inf)
+        while whole.size and np.isfinite(whole.min()):
+            server = int(whole.argmin())
+            saved = attempt.checkpoint()
+            if attempt.fill_server(server, todo) == len(todo):
+                return attempt.result()
+            attempt.restore(saved)
+            whole[server] = np.inf
+        takes_some = room.takes_some()
+        if not takes_some.any():
+            return None
+        server = int(np.where(takes_some, partial_rank(), np.inf).argmin())
+        if attempt.fill_server(server, todo) == 0:
+            return None
+        room.refresh(server)

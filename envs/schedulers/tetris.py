@@ -29,7 +29,7 @@ import numpy as np
 
 from envs.schedulers.base import Placement
 from envs.schedulers.tasks import JobTasks
-from envs.schedulers.tentative import ServerRoom, Tentative
+from envs.schedulers.tentative import ServerRoom, Tentative, fill_server_by_server
 from envs.schedulers.view import ClusterView
 from envs.sim import Simulator
 
@@ -64,25 +64,8 @@ class Tetris(Placement):
         core_capacity = np.add.reduceat(
             cluster.socket_cores.astype(np.float64), cluster.server_socket_offsets[:-1]
         )
-        while True:
-            todo = attempt.unplaced
-            if not len(todo):
-                return attempt.result()
-            score = alignment(attempt, room, gpu_capacity, core_capacity)
-            # Servers that may hold the whole rest, best aligned first (argmax: ties to
-            # the lower index); holds_all is necessary only, so confirm by filling.
-            whole = np.where(room.holds_all(), score, -np.inf)
-            while whole.size and np.isfinite(whole.max()):
-                server = int(whole.argmax())
-                saved = attempt.checkpoint()
-                if attempt.fill_server(server, todo) == len(todo):
-                    return attempt.result()
-                attempt.restore(saved)
-                whole[server] = -np.inf
-            takes_some = room.takes_some()
-            if not takes_some.any():
-                return None
-            server = int(np.where(takes_some, score, -np.inf).argmax())
-            if attempt.fill_server(server, todo) == 0:
-                return None
-            room.refresh(server)
+
+        def best_aligned() -> np.ndarray:
+            return -alignment(attempt, room, gpu_capacity, core_capacity)
+
+        return fill_server_by_server(attempt, room, best_aligned, best_aligned)
