@@ -262,7 +262,7 @@ class PodSchedulingEnv(ParallelEnv):
             if self.round is None:
                 terminated = bool((self.sim.status == JobStatus.FINISHED).all())
                 truncated = not terminated
-        observations = self._horizon_observations() if truncated else self._observations()
+        observations = self._observations(horizon=truncated)
         reward_dict = {agent: float(rewards[i]) for i, agent in enumerate(self.possible_agents)}
         terminations = dict.fromkeys(self.possible_agents, terminated)
         truncations = dict.fromkeys(self.possible_agents, truncated)
@@ -412,7 +412,13 @@ class PodSchedulingEnv(ParallelEnv):
         self.rounds += 1
         self._round_time = self.sim.now
 
-    def _observations(self) -> dict[str, dict[str, np.ndarray]]:
+    def _observations(self, horizon: bool = False) -> dict[str, dict[str, np.ndarray]]:
+        """Every agent's observation now. ``horizon``: the last one of an episode cut at the
+        horizon, which shows the jobs still waiting in their home schedulers' queues as the
+        next round would hold them, with wait-only masks (and no advice: no round is in
+        progress). RLlib bootstraps a truncated episode's returns with the critic's value
+        of it, and what the waiting jobs will cost is most of that value: without a round
+        the queue columns and job slots read as if nothing waited."""
         assert self.sim is not None
         if self._masks_only:
             self._masks = self.builder.action_masks(self.round, self.config.forward_limit)
@@ -420,14 +426,23 @@ class PodSchedulingEnv(ParallelEnv):
                 agent: {"action_mask": mask}
                 for agent, mask in zip(self.possible_agents, self._masks, strict=True)
             }
+        shown = self.round
+        if horizon:
+            shown = DecisionRound(
+                self.sim, self.homes, self.cluster.num_partitions, self.config.queue_order
+            )
         observations = self.builder.observe_all(
             self.sim,
-            self.round,
+            shown,
             self.running_in,
             self.placements,
             self.config.forward_limit,
             self.deferrals,
         )
+        if horizon:  # the episode is over: only waiting is legal
+            wait_only = self.builder.action_masks(None, self.config.forward_limit)
+            for observation, mask in zip(observations, wait_only, strict=True):
+                observation["action_mask"] = mask
         # Actions are judged against exactly the masks their agents saw.
         self._masks = [observation["action_mask"] for observation in observations]
         if self.advisor is not None:
@@ -435,36 +450,6 @@ class PodSchedulingEnv(ParallelEnv):
                 observations, self.advisor.advice(self._masks), strict=True
             ):
                 observation["advice"] = advice
-        return dict(zip(self.possible_agents, observations, strict=True))
-
-    def _horizon_observations(self) -> dict[str, dict[str, np.ndarray]]:
-        """The last observation of an episode cut at the horizon: the jobs still waiting in
-        their home schedulers' queues, as the next round would hold them, with wait-only
-        masks and no advice (the episode is over).
-
-        RLlib bootstraps a truncated episode's returns with the critic's value of this
-        observation, and what the waiting jobs will cost is most of that value: without a
-        round the queue columns and job slots read as if nothing waited.
-        """
-        assert self.sim is not None
-        if self._masks_only:
-            return self._observations()
-        backlog = DecisionRound(
-            self.sim, self.homes, self.cluster.num_partitions, self.config.queue_order
-        )
-        observations = self.builder.observe_all(
-            self.sim,
-            backlog,
-            self.running_in,
-            self.placements,
-            self.config.forward_limit,
-            self.deferrals,
-        )
-        self._masks = self.builder.action_masks(None, self.config.forward_limit)
-        for observation, mask in zip(observations, self._masks, strict=True):
-            observation["action_mask"] = mask
-            if self.advisor is not None:
-                observation["advice"] = np.zeros_like(mask)
         return dict(zip(self.possible_agents, observations, strict=True))
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from envs.schedulers.base import Placement
+from envs.schedulers.capacity import server_sums
 from envs.schedulers.tasks import JobTasks
 from envs.schedulers.tentative import ServerRoom, Tentative, fill_server_by_server
 from envs.schedulers.view import ClusterView
@@ -58,12 +59,7 @@ class Tetris(Placement):
         if not room.could_ever_fit():
             return None
         cluster = attempt.cluster
-        gpu_capacity = np.add.reduceat(
-            cluster.group_gpus.astype(np.float64), cluster.server_group_offsets[:-1]
-        )
-        core_capacity = np.add.reduceat(
-            cluster.socket_cores.astype(np.float64), cluster.server_socket_offsets[:-1]
-        )
+        gpu_capacity, core_capacity = server_sums(cluster, cluster.group_gpus, cluster.socket_cores)
 
         def best_aligned() -> np.ndarray:
             return -alignment(attempt, room, gpu_capacity, core_capacity)

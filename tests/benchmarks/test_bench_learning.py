@@ -9,6 +9,7 @@ import importlib
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -31,18 +32,25 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def stand_in(tmp_path: Path, body: str) -> Path:
-    """A program run in train.py's place."""
-    program = tmp_path / "train.py"
-    program.write_text(f"import sys\n{body}\n")
-    return program
+@pytest.fixture
+def train_runs(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[str], None]:
+    """``train_runs(body)``: the benchmark runs a program of ``body`` in train.py's place."""
+
+    def install(body: str) -> None:
+        program = tmp_path / "train.py"
+        program.write_text(f"import sys\n{body}\n")
+        monkeypatch.setattr(bench, "TRAIN", program)
+
+    return install
 
 
 def test_a_failed_training_run_names_the_setting_and_its_error(
-    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    bench: ModuleType, train_runs: Callable[[str], None]
 ) -> None:
     body = "print('train.py: error: no such config', file=sys.stderr); sys.exit(2)"
-    monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, body))
+    train_runs(body)
     with pytest.raises(RuntimeError) as error:
         bench.train(bench.SETTINGS["demo"])
     assert str(error.value) == (
@@ -52,21 +60,20 @@ def test_a_failed_training_run_names_the_setting_and_its_error(
 
 @pytest.mark.parametrize("body", ["pass", "print('done')"])
 def test_a_run_without_its_json_result_is_reported(
-    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str
+    bench: ModuleType, train_runs: Callable[[str], None], body: str
 ) -> None:
-    monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, body))
+    train_runs(body)
     with pytest.raises(RuntimeError, match="exited with status 0 without its JSON result"):
         bench.train(bench.SETTINGS["contended"])
 
 
 def test_a_failed_run_stops_the_program_with_one_line(
     bench: ModuleType,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    train_runs: Callable[[str], None],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     body = "print('train.py: error: no such config', file=sys.stderr); sys.exit(2)"
-    monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, body))
+    train_runs(body)
     assert bench.cli(["demo"]) == 1
     assert capsys.readouterr().err.splitlines()[-1] == (
         "bench_learning.py: error: train.py on demo exited with status 2: train.py: error: "
@@ -158,14 +165,13 @@ def payload_then_exit(payload: dict, status: int, fail_on: str = "") -> str:
 
 def test_a_result_printed_before_a_non_zero_exit_is_kept_and_recorded(
     bench: ModuleType,
+    train_runs: Callable[[str], None],
     results: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # train.py exits 1 when only the MLflow logging failed, its JSON still on the last line.
     unlogged = {**PAYLOAD, "evaluation_unlogged": "/results/unlogged-evaluations/demo"}
-    monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, payload_then_exit(unlogged, 1)))
+    train_runs(payload_then_exit(unlogged, 1))
     payload, _, status = bench.train(bench.SETTINGS["demo"])
     assert (payload, status) == (unlogged, 1)
     assert capsys.readouterr().err.splitlines() == [
@@ -185,16 +191,15 @@ def test_a_result_printed_before_a_non_zero_exit_is_kept_and_recorded(
 
 def test_each_setting_is_written_when_done_so_a_later_failure_loses_none(
     bench: ModuleType,
+    train_runs: Callable[[str], None],
     results: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     results.mkdir()
     last_run = [{"setting": "contended", "run": "last"}, {"setting": "paper001", "run": "last"}]
     (results / "learning.json").write_text(json.dumps({"results": last_run}))
     body = payload_then_exit(PAYLOAD, 0, fail_on="contended")
-    monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, body))
+    train_runs(body)
     assert bench.cli(["demo", "contended"]) == 1
     assert capsys.readouterr().err.splitlines()[-1] == (
         "bench_learning.py: error: train.py on contended exited with status 1: "
@@ -230,13 +235,12 @@ SKIPPED = {
 )
 def test_a_result_without_its_evaluation_is_a_skipped_row_with_the_training_kept(
     bench: ModuleType,
+    train_runs: Callable[[str], None],
     results: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
     payload: dict,
 ) -> None:
-    monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, payload_then_exit(payload, 0)))
+    train_runs(payload_then_exit(payload, 0))
     assert bench.cli(["demo"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
@@ -265,9 +269,8 @@ def test_an_evaluated_result_is_recorded_as_not_skipped(
 
 def test_a_failed_report_keeps_that_result_and_every_other_settings(
     bench: ModuleType,
+    train_runs: Callable[[str], None],
     results: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # demo's summary lacks the keys the table is made of; contended's result is whole.
@@ -278,7 +281,7 @@ def test_a_failed_report_keeps_that_result_and_every_other_settings(
         f"payload = {broken!r} if config.endswith('/demo.yaml') else {PAYLOAD!r}\n"
         "print(json.dumps(payload))\n"
     )
-    monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, body))
+    train_runs(body)
     assert bench.cli(["demo", "contended"]) == 1
     path = results / "learning.json"
     assert capsys.readouterr().err.splitlines() == [
@@ -299,15 +302,14 @@ def test_a_failed_report_keeps_that_result_and_every_other_settings(
 
 def test_a_failed_report_is_written_before_the_next_setting_trains(
     bench: ModuleType,
+    train_runs: Callable[[str], None],
     results: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     # demo's report fails, then contended's training fails: demo's result is on disk.
     broken = {**PAYLOAD, "evaluation": {"learned-greedy": {"kind": "learned"}}}
     body = payload_then_exit(broken, 0, fail_on="contended")
-    monkeypatch.setattr(bench, "TRAIN", stand_in(tmp_path, body))
+    train_runs(body)
     assert bench.cli(["demo", "contended"]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("bench_learning.py: error: demo: the report failed (KeyError: ")
