@@ -31,7 +31,7 @@ HEADLINE_METRICS: tuple[str, ...] = ("avg_jct", "p90_jct", "makespan", "avg_cont
 CI_SUFFIX = "_ci95"
 
 
-def _finite(values: Iterable[Any]) -> list[float]:
+def finite_values(values: Iterable[Any]) -> list[float]:
     """The values that are real numbers (None, NaN and infinities dropped)."""
     kept = []
     for value in values:
@@ -53,7 +53,7 @@ def mean_ci(values: Iterable[Any], level: float = 0.95) -> tuple[float, float]:
     """
     if isinstance(level, bool) or not isinstance(level, int | float) or not 0 < level < 1:
         raise ValueError(f"level must be a probability in (0, 1), e.g. 0.95; got {level!r}")
-    kept = _finite(values)
+    kept = finite_values(values)
     count = len(kept)
     if count == 0:
         return float("nan"), float("nan")
@@ -67,7 +67,7 @@ def upper_bound(values: Iterable[Any], confidence: float) -> float:
     """The one-sided ``confidence`` Student-t upper bound of the mean of ``values``:
     ``mean + t_{confidence, n-1} * s / sqrt(n)`` over the finite values, NaN with fewer
     than two (``mean_ci``'s interval at ``level`` is this bound at ``(1 + level) / 2``)."""
-    kept = _finite(values)
+    kept = finite_values(values)
     if len(kept) < 2:
         return float("nan")
     mean, standard_error = _mean_and_standard_error(kept)

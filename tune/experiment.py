@@ -799,7 +799,7 @@ class ExperimentConfig:
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"name must be a non-empty string, got {self.name!r}")
         _seed_list("seeds", self.seeds, "each seed is one trial; a repeated one trains twice")
-        spread = self.resources.num_env_runners + self.resources.num_envs_per_env_runner
+        spread = self.trained_seed_spread
         trained = self.trained_seeds
         for key, use in (("seeds", "evaluation"), ("validation_seeds", "validation")):
             overlap = sorted(trained & set(getattr(self.evaluation, key)))
@@ -918,11 +918,15 @@ class ExperimentConfig:
             )
 
     @property
+    def trained_seed_spread(self) -> int:
+        """How many workloads past each trial seed training draws first: RLlib seeds a
+        runner's first episodes seed + runner index + environment index."""
+        return self.resources.num_env_runners + self.resources.num_envs_per_env_runner
+
+    @property
     def trained_seeds(self) -> set[int]:
-        """The workloads training draws first: RLlib seeds a runner's first episodes seed +
-        runner index + environment index, for each trial seed."""
-        spread = self.resources.num_env_runners + self.resources.num_envs_per_env_runner
-        return {seed + offset for seed in self.seeds for offset in range(spread)}
+        """The workloads training draws first (:attr:`trained_seed_spread` per trial seed)."""
+        return {seed + offset for seed in self.seeds for offset in range(self.trained_seed_spread)}
 
     @property
     def experiment_name(self) -> str:

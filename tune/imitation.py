@@ -237,14 +237,10 @@ def record_episode(
         decided.extend(agent in by_rollouts for agent in chosen)
         observations, reward, terminations, truncations, infos = env.step(chosen)
         rewards.append([float(reward[agent]) for agent in env.possible_agents])
-    # An agent whose episode was cut at the horizon (truncated, not terminated) has
-    # returns that stop there: PPO would bootstrap them with the critic, so they are no
-    # targets for it. The last step's flags say how the episode ended.
-    cut = {
-        agent
-        for agent in env.possible_agents
-        if truncations.get(agent, False) and not terminations.get(agent, False)
-    }
+    # An episode cut at the horizon (truncated, not terminated; the environment flags
+    # every agent alike) has returns that stop there: PPO would bootstrap them with the
+    # critic, so they are no targets for it.
+    cut = any(truncations.values()) and not any(terminations.values())
     # With per-job credit PPO learns from the re-attributed rewards; so does the critic.
     if CREDITED_REWARDS in infos.get(env.possible_agents[0], {}):
         rewards = np.stack([infos[agent][CREDITED_REWARDS] for agent in env.possible_agents], 1)
@@ -270,7 +266,7 @@ def record_episode(
         ),
         episodes=np.full(len(rows), seed, dtype=np.int64),
         decided=np.asarray(decided, dtype=bool),
-        censored=np.asarray([agent in cut for acted in steps for agent, _, _ in acted], bool),
+        censored=np.full(len(rows), cut, dtype=bool),
     )
 
 

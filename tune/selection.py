@@ -117,19 +117,20 @@ def select(
         for seed in seeds
     ]
     played = play_episodes(run_episode, calls, experiment.resources.local_episodes)
-    values = [float(episode["metrics"][SELECTION_METRIC]) for episode in played]
+    by_candidate = [
+        played[index * len(seeds) : (index + 1) * len(seeds)] for index in range(len(candidates))
+    ]
     per_seed = [
-        values[index * len(seeds) : (index + 1) * len(seeds)] for index in range(len(candidates))
+        [float(episode["metrics"][SELECTION_METRIC]) for episode in episodes]
+        for episodes in by_candidate
     ]
     unfinished = [
         [
             seed
-            for seed, episode in zip(
-                seeds, played[index * len(seeds) : (index + 1) * len(seeds)], strict=True
-            )
+            for seed, episode in zip(seeds, episodes, strict=True)
             if left_jobs_unfinished(episode["metrics"])
         ]
-        for index in range(len(candidates))
+        for episodes in by_candidate
     ]
     scores = {
         candidate.label: finite_mean(values)

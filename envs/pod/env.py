@@ -47,7 +47,9 @@ the steps that decided it (:mod:`envs.pod.credit`).
 
 Episode end
 -----------
-Terminated when every job finished; truncated after ``horizon_intervals`` intervals.
+Terminated when every job finished; truncated after ``horizon_intervals`` intervals. The
+last observation of a truncated episode (what RLlib bootstraps from) shows the jobs still
+waiting in their home schedulers' queues, with wait-only masks and all-zero advice.
 
 Arguments
 ---------

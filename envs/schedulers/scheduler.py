@@ -200,9 +200,7 @@ class Scheduler:
             # A dynamic ordering (DRF's shares) ranks the rest again after each start, as
             # the backfilling walk does: progressive filling.
             if self.ordering.is_dynamic(sim):
-                queue = np.concatenate(
-                    [queue[:position], self.ordering.order(sim, queue[position:], view)]
-                )
+                queue, position = self.ordering.order(sim, queue[position:], view), 0
 
     def _walk(
         self,

@@ -281,7 +281,8 @@ def fill_server_by_server(
         todo = attempt.unplaced
         if not len(todo):
             return attempt.result()
-        whole = np.where(room.holds_all(), whole_rank(), np.inf)
+        holds = room.holds_all()
+        whole = np.where(holds, whole_rank(), np.inf) if holds.any() else holds[:0]
         while whole.size and np.isfinite(whole.min()):
             server = int(whole.argmin())
             saved = attempt.checkpoint()

@@ -164,7 +164,7 @@ class SimulationResult:
         jobs = self.jobs
         arrived, finished, so_far = self._times_so_far()
         censored_jct = so_far[arrived]
-        jct = (jobs["finish"] - jobs["arrival"])[finished]
+        jct = so_far[finished]
         run_time = jobs["run_time"][finished]
         ideal = jobs["ideal_duration"][finished]
         # Every job that ran (run time > 0), its CS averaged up to its finish or the end.

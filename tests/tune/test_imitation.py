@@ -32,11 +32,10 @@ ENV = {
 MODEL = {"hidden": 8, "inner_layers": 1, "inter_layers": 1, "encoder_hidden": 16, "head_hidden": 16}
 
 
-def tiny_experiment(validation_seeds: list[int] | None = None, **warm: object) -> object:
+def tiny_experiment(**warm: object) -> object:
     """A tiny experiment with a warm_start section (``warm`` overrides its keys)."""
     return config_from_dict(
         {
-            "evaluation": {"validation_seeds": validation_seeds or []},
             "environment": {"name": "pod_scheduling_v0", "config": ENV},
             "model": {"name": "pod_gnn", "config": MODEL},
             "algorithm": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1},

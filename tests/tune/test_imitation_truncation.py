@@ -78,7 +78,12 @@ def test_rows_of_a_truncated_episode_are_marked_censored() -> None:
     np.testing.assert_array_equal(recorded.actions[~cut], alone.actions)
     np.testing.assert_array_equal(recorded.returns[~cut], alone.returns)
     # Selecting rows keeps every field, the flag included.
-    np.testing.assert_array_equal(recorded.select(cut).censored, np.ones(cut.sum(), bool))
+    chosen = recorded.select(cut)
+    for field in ("actions", "returns", "episodes", "decided", "censored"):
+        np.testing.assert_array_equal(getattr(chosen, field), getattr(recorded, field)[cut])
+    for key, value in recorded.observations.items():
+        np.testing.assert_array_equal(chosen.observations[key], value[cut])
+    assert (chosen.episodes == TRUNCATED).all() and chosen.censored.all()
 
 
 def test_the_critic_loss_and_its_gradient_leave_censored_rows_out() -> None:

@@ -284,3 +284,36 @@ def test_an_episode_with_jobs_unfinished_is_told_apart_by_its_counts() -> None:
     assert math.isfinite(unfinished["avg_jct"]) and unfinished["avg_jct"] == pytest.approx(130 / 3)
     assert left_jobs_unfinished(unfinished)
     assert not left_jobs_unfinished(metrics([10.0, 20.0, 30.0]))
+
+
+def test_clones_are_scored_on_their_own_seeds_not_the_validation_seeds(tmp_path) -> None:
+    """choose_clone plays each clone on warm_start.clone_seeds: every score is the clone's
+    mean avg JCT there, as evaluate() reports it, and the chosen clone the lowest."""
+    from tune.selection import choose_clone
+
+    clones = [saved_module(tmp_path / "a", seed=1), saved_module(tmp_path / "b", seed=2)]
+    config = config_from_dict(
+        {
+            "environment": {"config": ENV},
+            "model": {"config": SMALL},
+            "evaluation": {"validation_seeds": [21, 22], "greedy": True},
+            "warm_start": {"restarts": 2, "clone_seeds": [23, 24], "seeds_from": 100000},
+        }
+    )
+    chosen, scores = choose_clone(config, clones)
+
+    def mean_jct(path: str, seeds: list[int]) -> float:
+        (row,) = evaluate(
+            "pod_scheduling_v0", ENV, seeds, [], {"shared": path}, greedy=True
+        ).values()
+        return row["metrics"]["avg_jct"]
+
+    on_clone_seeds = {path: mean_jct(path, [23, 24]) for path in clones}
+    assert scores == pytest.approx(on_clone_seeds, nan_ok=True)
+    ranked = {p: math.inf if math.isnan(v) else v for p, v in on_clone_seeds.items()}
+    assert chosen == min(clones, key=lambda path: ranked[path])
+    # Other workloads than the validation seeds': the scores there differ.
+    assert any(
+        mean_jct(path, [21, 22]) != pytest.approx(on_clone_seeds[path], nan_ok=True)
+        for path in clones
+    )

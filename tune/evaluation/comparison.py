@@ -40,6 +40,7 @@ from tune.confidence import (
     CI_SUFFIX,
     HEADLINE_METRICS,
     best_heuristic,
+    finite_values,
     mean_ci,
     paired_relative_ci,
     relative_difference,
@@ -214,15 +215,6 @@ def _counted_values(entry: dict[str, Any], metric: str, fair: bool) -> list[Any]
     ]
 
 
-def _finite_count(values: list[Any]) -> int:
-    """How many of ``values`` are real numbers (what :func:`tune.confidence.mean_ci` keeps)."""
-    return sum(
-        1
-        for value in values
-        if value is not None and not isinstance(value, bool) and math.isfinite(float(value))
-    )
-
-
 def truncated_rows(table: dict[str, dict[str, Any]], env_name: str) -> dict[str, int]:
     """``{policy: episodes cut off by the step cap}`` for the rows of ``table`` with one or
     more, in a single-agent formulation whose means leave those episodes' summaries out
@@ -287,7 +279,7 @@ def summary(
         },
         "truncated_rows": cut_off,
         "seeds_counted": {
-            policy: _finite_count(_counted_values(entry, metric, fair))
+            policy: len(finite_values(_counted_values(entry, metric, fair)))
             for policy, entry in table.items()
         },
         **_bound_or_reason(experiment, table, metric),

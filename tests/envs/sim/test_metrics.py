@@ -164,7 +164,7 @@ def test_contention_counts_every_job_that_ran_to_the_end() -> None:
     assert metrics["avg_wait"] == pytest.approx(0.0)  # still over finished jobs only
 
 
-def test_makespan_and_contention_are_undefined_only_without_jobs() -> None:
+def test_makespan_is_undefined_only_without_arrivals_and_cs_without_runs() -> None:
     # Nothing ran: no CS to average (NaN), but the run lasted 3000 s: makespan >= that.
     idle = hand_built([nan, nan], [0.0, 0.0], [nan, nan], 3000.0).metrics()
     assert idle["makespan"] == pytest.approx(3000.0) and np.isnan(idle["avg_contention"])
