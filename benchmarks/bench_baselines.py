@@ -432,7 +432,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, int, list[str]]:
         check_trace(args.trace)
         check_out(args.out)
     except (UsageError, ValueError) as error:
-        parser.exit(2, f"{parser.prog}: error: {error}\n")
+        parser.refuse(error)
     return args, jobs, cases
 
 

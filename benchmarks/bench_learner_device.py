@@ -38,7 +38,7 @@ import torch
 from common import case_list, label_argument, positive_int, print_table, write_results
 
 from tune.cli import OneLineParser
-from tune.paths import writable_folder_problem
+from tune.paths import is_uri, writable_folder_problem
 
 # Cases as bench_training.py trains them: the config and the overrides of its case.
 CASES: dict[str, tuple[str, list[str]]] = {
@@ -231,7 +231,13 @@ def check_folders(args: argparse.Namespace) -> None:
     --data`` is an existing folder: asked before the environment is built or a case timed,
     so that a bad folder never costs the recording."""
     if args.step == "record":
-        problem = writable_folder_problem(str(args.out))
+        if is_uri(args.out):
+            # Path() would fold "s3://b/x" into a local folder "s3:/b/x" and write there.
+            raise ValueError(
+                f"--out {args.out}: a URI; give a local folder (the recording is plain "
+                "files, copy them to storage afterwards)"
+            )
+        problem = writable_folder_problem(args.out)
         if problem is not None:
             raise ValueError(f"--out {args.out}: {problem}")
     elif args.step == "time" and not args.data.is_dir():
@@ -251,7 +257,6 @@ def build_parser() -> OneLineParser:
     record_step = steps.add_parser("record", help="record minibatches and settings")
     record_step.add_argument(
         "--out",
-        type=Path,
         required=True,
         help="folder for <case>.npz and <case>.json (made if missing; checked before any work)",
     )
@@ -325,9 +330,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         cases = case_list(getattr(args, "cases", ",".join(CASES)), list(CASES))
         check_folders(args)
     except ValueError as error:
-        parser.exit(2, f"{parser.prog}: error: {error}\n")
+        parser.refuse(error)
     if args.step == "record":
-        record(args.out, cases)
+        record(Path(args.out), cases)
         return []
     if args.step == "time":
         records = time_cases(args.data, cases, args.device, args.threads, args.repeats)

@@ -203,6 +203,24 @@ def rows_of(setting: Setting, payload: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def run_fields(
+    setting: Setting, payload: dict[str, Any], wall_s: float, exit_status: int
+) -> dict[str, Any]:
+    """The fields every record of a setting has, whatever became of its report: the goal,
+    the times, the checkpoint and train.py's exit status, and where an evaluation the
+    tracking server would not take was kept."""
+    return {
+        "setting": setting.name,
+        "goal": setting.goal,
+        "training_minutes": _minutes(payload.get("training_s")),
+        "evaluation_minutes": _minutes(payload.get("evaluation_s")),
+        "wall_minutes": round(wall_s / 60, 2),
+        "checkpoint": payload.get("checkpoint"),
+        "train_exit_status": exit_status,
+        "evaluation_unlogged": payload.get("evaluation_unlogged"),
+    }
+
+
 def report_unevaluated(
     setting: Setting, payload: dict[str, Any], wall_s: float, exit_status: int = 0
 ) -> dict[str, Any]:
@@ -218,22 +236,15 @@ def report_unevaluated(
     )
     print(f"  trained policy: {payload.get('checkpoint')}")
     return {
-        "setting": setting.name,
-        "goal": setting.goal,
+        **run_fields(setting, payload, wall_s, exit_status),
         "goal_met": None,
         "evaluation_skipped": True,
         "best_heuristic": None,
         "learned": None,
         "heuristics": None,
         "seeds": [],
-        "training_minutes": training,
-        "evaluation_minutes": _minutes(payload.get("evaluation_s")),
-        "wall_minutes": round(wall_s / 60, 2),
-        "checkpoint": payload.get("checkpoint"),
         "validation": None,
         "lower_bound": None,
-        "train_exit_status": exit_status,
-        "evaluation_unlogged": payload.get("evaluation_unlogged"),
         "rows": [],
     }
 
@@ -244,15 +255,9 @@ def unreported(
     """The record of a setting whose :func:`report` failed: the error and train.py's whole
     object (``train_output``), so that nothing the training made is lost."""
     return {
-        "setting": setting.name,
-        "goal": setting.goal,
+        **run_fields(setting, payload, wall_s, exit_status),
         "goal_met": None,
         "report_error": f"{type(error).__name__}: {error}",
-        "training_minutes": _minutes(payload.get("training_s")),
-        "wall_minutes": round(wall_s / 60, 2),
-        "checkpoint": payload.get("checkpoint"),
-        "train_exit_status": exit_status,
-        "evaluation_unlogged": payload.get("evaluation_unlogged"),
         "train_output": payload,
         "rows": [],
     }
@@ -304,25 +309,18 @@ def report(
         for label, score in validation["avg_jct"].items():
             print(f"  validation avg JCT {_hours(score)} h: {label}")
         print(f"  evaluated: {validation['chosen']}")
-    # train() already said why a non-zero exit's result was kept; the record keeps it too.
-    unlogged = payload.get("evaluation_unlogged")
+    # train() already said why a non-zero exit's result was kept; the record keeps it too
+    # (run_fields: evaluation_unlogged).
     return {
-        "setting": setting.name,
-        "goal": setting.goal,
+        **run_fields(setting, payload, wall_s, exit_status),
         "goal_met": met,
         "evaluation_skipped": False,
         "best_heuristic": summary["best_heuristic"],
         "learned": summary["learned"],
         "heuristics": summary["heuristics"],
         "seeds": summary["seeds"],
-        "training_minutes": round(payload.get("training_s", 0) / 60, 2),
-        "evaluation_minutes": round(payload.get("evaluation_s", 0) / 60, 2),
-        "wall_minutes": round(wall_s / 60, 2),
-        "checkpoint": payload.get("checkpoint"),
         "validation": validation,
         "lower_bound": bound,
-        "train_exit_status": exit_status,
-        "evaluation_unlogged": unlogged,
         "rows": rows,
     }
 

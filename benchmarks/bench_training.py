@@ -189,13 +189,13 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     try:
         cases = case_list(args.cases, list(CASES))
     except ValueError as error:
-        parser.exit(2, f"{parser.prog}: error: {error}\n")
+        parser.refuse(error)
     for case in cases:  # a bad --set fails here, not in a trial after Ray started
         file_name, overrides = CASES[case]
         try:
             load_config(CONFIGS / file_name, [*overrides, *args.set])
         except ValueError as error:
-            parser.exit(2, f"{parser.prog}: error: case {case} with --set {args.set}: {error}\n")
+            parser.refuse(f"case {case} with --set {args.set}: {error}")
     return args, cases
 
 

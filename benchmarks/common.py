@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import re
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -67,17 +69,33 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]
 
 
 def write_results(name: str, records: list[dict[str, Any]]) -> Path:
-    """Write ``records`` with machine facts to ``benchmarks/results/<name>.json``; ValueError
-    when ``name`` is not a plain file-name part (a folder in it, say)."""
+    """Write ``records`` with machine facts to ``benchmarks/results/<name>.json`` and return
+    the path; ValueError when ``name`` is not a plain file-name part (a folder in it, say).
+
+    A measurement can take many minutes, so a results folder that cannot be written (a
+    full disk, a file in its place, no permission) loses none of it: the records go to a
+    new file in the temporary folder instead, which stderr names and which is returned.
+    """
     check_name_part(name, "results name")
-    RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
     payload = {
         "benchmark": name,
         "machine": {"python": platform.python_version(), "processor": platform.machine()},
         "results": records,
     }
-    path.write_text(json.dumps(payload, indent=2))
+    text = json.dumps(payload, indent=2)
+    try:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as error:
+        handle, kept = tempfile.mkstemp(prefix=f"{name}-", suffix=".json")
+        with os.fdopen(handle, "w") as file:
+            file.write(text)
+        print(
+            f"cannot write {path} ({error.strerror or error}); results written to {kept}",
+            file=sys.stderr,
+        )
+        return Path(kept)
     print(f"results written to {path}")
     return path
 
@@ -115,22 +133,26 @@ def selected_names(
             print(f"{about.strip()}\n")
         print(f"{kind}s: {', '.join(known)} (default: all, in that order; each at most once)")
         raise SystemExit(0)
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        print(
-            f"{program}: unknown {kind}(s) {', '.join(unknown)}; known: {', '.join(known)}",
-            file=sys.stderr,
-        )
-        raise SystemExit(2)
-    repeated = [name for index, name in enumerate(names) if name in names[:index]]
-    if repeated:
-        print(
-            f"{program}: {kind}(s) named more than once: {', '.join(dict.fromkeys(repeated))}; "
-            f"name each at most once",
-            file=sys.stderr,
-        )
+    problem = name_problem(names, known, kind)
+    if problem:
+        print(f"{program}: {problem}", file=sys.stderr)
         raise SystemExit(2)
     return names or list(known)
+
+
+def name_problem(names: Sequence[str], known: Sequence[str], kind: str) -> str | None:
+    """What is wrong with selecting ``names`` of ``known`` (an unknown name, saying which
+    are known; a name given twice), or None."""
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        return f"unknown {kind}(s) {', '.join(unknown)}; known: {', '.join(known)}"
+    repeated = [name for index, name in enumerate(names) if name in names[:index]]
+    if repeated:
+        return (
+            f"{kind}(s) named more than once: {', '.join(dict.fromkeys(repeated))}; "
+            "name each at most once"
+        )
+    return None
 
 
 def no_arguments(argv: list[str], program: str, about: str) -> None:
@@ -149,15 +171,9 @@ def case_list(text: str, known: Sequence[str]) -> list[str]:
     """The comma-separated case names of ``text``, in order; ValueError (saying which are
     allowed) when one is unknown or repeated, or none is named."""
     cases = [case.strip() for case in text.split(",") if case.strip()]
-    unknown = [case for case in cases if case not in known]
-    repeated = sorted({case for case in cases if cases.count(case) > 1})
-    if unknown or repeated or not cases:
-        what = (
-            f"unknown case(s) {', '.join(unknown)}"
-            if unknown
-            else f"case(s) named twice: {', '.join(repeated)}"
-            if repeated
-            else "no case named"
-        )
-        raise ValueError(f"--cases: {what}; known: {', '.join(known)}")
+    if not cases:
+        raise ValueError(f"--cases: no case named; known: {', '.join(known)}")
+    problem = name_problem(cases, known, "case")
+    if problem:
+        raise ValueError(f"--cases: {problem}")
     return cases

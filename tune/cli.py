@@ -25,4 +25,9 @@ class OneLineParser(argparse.ArgumentParser):
         try:
             return self.parse_args(argv)
         except UsageError as error:
-            self.exit(2, f"{self.prog}: error: {error}\n")
+            self.refuse(error)
+
+    def refuse(self, problem: object) -> NoReturn:
+        """Print ``<prog>: error: <problem>`` as one line on stderr and exit with status 2:
+        for what a program checks itself after parsing, before any work."""
+        self.exit(2, f"{self.prog}: error: {problem}\n")

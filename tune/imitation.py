@@ -138,10 +138,12 @@ class ImitationReport:
             f"random legal action {self.random_accuracy:.3f}); cross-entropy "
             f"{self.heldout_actor_loss:.4f}, "
             + (
-                f"critic MSE {self.heldout_critic_loss:.4f} "
+                "critic not fitted"
+                if not self.critic_measured
+                else "critic fitted, not measured: every held-out episode was truncated"
+                if self.heldout_censored >= self.heldout_steps
+                else f"critic MSE {self.heldout_critic_loss:.4f} "
                 f"(in units of the return std {self.return_scale:.2f})"
-                if self.critic_measured
-                else "critic not fitted"
             )
             + (
                 f"; {self.censored} of {self.train_steps} training rows "

@@ -188,16 +188,18 @@ def log_evaluation_runs(
     """One MLflow run (:func:`evaluation_run_name`) per row of ``table``
     (:mod:`tune.evaluation`): its means and ``<metric>_ci95`` half-widths, ``params`` plus
     the policy, tags saying its kind, whether it is the best heuristic or the learned
-    summary row of ``info`` (:func:`tune.evaluation.summary`); ``artifacts`` (the policy
-    among them) go on the learned summary row, which every other run links to. An
-    unreachable server is waited for until ``deadline`` (default: one
-    :data:`tune.mlflow_retry.RETRY_FOR_S` seconds from now for all the runs), then its
-    error is raised."""
+    summary row of ``info`` (:func:`tune.evaluation.summary`) and whether it is compared
+    (``compared``: false, with ``truncated_seeds``, for a row cut off by the step cap on
+    some seeds, ``info["truncated_rows"]``); ``artifacts`` (the policy among them) go on
+    the learned summary row, which every other run links to. An unreachable server is
+    waited for until ``deadline`` (default: one :data:`tune.mlflow_retry.RETRY_FOR_S`
+    seconds from now for all the runs), then its error is raised."""
     from tune.evaluation import bound_metrics, logged_metrics
     from tune.mlflow_retry import log_run_retrying, retrying
     from tune.mlflow_tracking import experiment_tags
 
     tags = experiment_tags(experiment)
+    cut_off = info.get("truncated_rows") or {}
     # The learned summary row first: its run holds the artifacts (the policy among them),
     # and every other run of the comparison links to it.
     order = sorted(table, key=lambda policy: policy != info["learned"])
@@ -220,6 +222,11 @@ def log_evaluation_runs(
                 "stage": "evaluation",
                 "best_heuristic": str(policy == info["best_heuristic"]).lower(),
                 "learned_summary": str(policy == info["learned"]).lower(),
+                # A row cut off by the step cap on some seeds averages other workloads
+                # than the rest: not ranked, no vs-best figure (tune.evaluation), and a
+                # run compared in MLflow's UI must say so too.
+                "compared": str(policy not in cut_off).lower(),
+                **({"truncated_seeds": str(cut_off[policy])} if policy in cut_off else {}),
             },
             artifacts=artifacts if policy == info["learned"] else None,
         )

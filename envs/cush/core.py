@@ -274,10 +274,11 @@ class CuSHCore:
     def summary(self) -> dict[str, Any]:
         """The episode so far: 004 Table 1's metrics and each job's record.
 
-        ``avg_ntat`` (the global reward r_g), ``avg_wait`` and ``avg_tat`` are in steps over
-        finished jobs (None before any finishes), from
-        :meth:`envs.sim.SimulationResult.metrics`; ``local_return`` is the undiscounted
-        sum of local rewards (Table 1's "Rewards"), ``eq1_return`` 004 eq. 1's ``v_0``
+        ``avg_ntat`` (the global reward r_g) is in steps over finished jobs; ``avg_wait``
+        and ``avg_tat`` are in steps over the jobs that arrived, an unfinished one with its
+        wait and time in the system so far (lower bounds); all three None before any job
+        finishes, from :meth:`envs.sim.SimulationResult.metrics`; ``local_return`` is the
+        undiscounted sum of local rewards (Table 1's "Rewards"), ``eq1_return`` 004 eq. 1's ``v_0``
         with ``gamma``; ``avg_penalty`` the mean penalty (steps) of the placed jobs;
         ``dgemm_depth_first`` and ``daxpy_breadth_first`` the shares of the placed dgemm
         jobs placed depth-first and of the daxpy jobs placed breadth-first (004 Fig. 6;

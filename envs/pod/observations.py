@@ -91,9 +91,7 @@ class ObservationBuilder:
         self.core_scale = float(cluster.socket_cores.max())
         if layout.level == "server":
             self.gpu_scale = self.server_gpu_scale
-            self.core_scale = float(
-                np.add.reduceat(cluster.socket_cores, cluster.server_socket_offsets[:-1]).max()
-            )
+            self.core_scale = float(cluster.server_cores.max())
         room_columns = TARGET_ROOM_FEATURES if config.room_features else 0
         self.release_column = NUM_RESOURCES + room_columns
         release_columns = RELEASE_FEATURES if config.release_features else 0

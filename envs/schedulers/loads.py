@@ -39,11 +39,8 @@ class InterferenceLoads:
         self.coefficients = coefficients
         self.enabled = enabled
         self._sim = sim
-        server_cores = np.add.reduceat(cluster.socket_cores, cluster.server_socket_offsets[:-1])
         # Cores of a socket's sibling sockets: what a neighbour fills before spilling over.
-        self.sibling_cores = (server_cores[cluster.socket_server] - cluster.socket_cores).astype(
-            np.float64
-        )
+        self.sibling_cores = cluster.socket_sibling_cores
         self.socket_cpu = np.zeros(cluster.num_sockets)
         self.server_cpu = np.zeros(cluster.num_servers)
         self.group_pcie = np.zeros(cluster.num_gpu_groups)

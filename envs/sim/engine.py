@@ -232,10 +232,7 @@ class Simulator:
         # A job's weight on the links it crosses; stays 1 under equal sharing.
         self._link_weight = np.ones(num_jobs)
         # Cores of a socket's sibling sockets: the load they absorb before spilling over.
-        server_cores = np.add.reduceat(cluster.socket_cores, cluster.server_socket_offsets[:-1])
-        self._socket_other_cores = (
-            server_cores[cluster.socket_server] - cluster.socket_cores
-        ).astype(np.float64)
+        self._socket_other_cores = cluster.socket_sibling_cores
         # The interference model's own-use terms of each job's worker (a parameter
         # server's use counts as none): fixed per job, so computed once for all.
         coefficients = self.config.coefficients

@@ -12,12 +12,19 @@ makespan                   last finish - first arrival; with a job unfinished wh
                            ended (truncated), the end of the run - first arrival instead, a
                            lower bound of the makespan like avg JCT's (``jobs_finished <
                            jobs_total`` flags both); NaN only when no job arrived
-avg_wait                   time not running before finishing: JCT - run time (queueing,
-                           preempted time)
+avg_wait                   time not running: JCT - run time (queueing, preempted time),
+                           over every job that arrived like avg JCT: an unfinished job
+                           counts the time it spent not running so far, a lower bound
 avg_slowdown               JCT / ideal duration (interference- and communication-free,
-                           requested workers)
-avg_ntat                   normalized turnaround time, JCT / service (run) time (004 §4.1)
-execution_effectiveness    mean of T_ideal / (T_wait + T_actual) (002 eq. 2)
+                           requested workers), over every job that arrived like avg JCT
+                           (an unfinished job: time so far / ideal, a lower bound)
+avg_ntat                   normalized turnaround time, JCT / service (run) time (004 §4.1),
+                           finished jobs only: an unfinished job's ratio so far bounds it in
+                           neither direction (CuSH's global reward is this mean)
+execution_effectiveness    mean of T_ideal / (T_wait + T_actual) (002 eq. 2), finished jobs
+                           only: so far it would be an upper bound, flattering a policy
+                           that leaves jobs unfinished (``jobs_finished < jobs_total``
+                           flags such a run)
 gpu_utilization            busy GPUs / all GPUs, time-weighted over [0, end]
 fragmentation              002 eq. 1 averaged over servers, time-weighted over [0, end]
 gpu_seconds                GPU-seconds consumed: busy GPUs integrated over [0, end], every
@@ -164,6 +171,10 @@ class SimulationResult:
         jobs = self.jobs
         arrived, finished, so_far = self._times_so_far()
         censored_jct = so_far[arrived]
+        # Wait and slowdown only grow while a job is unfinished: its values so far bound
+        # them from below, as its time so far bounds its JCT.
+        censored_wait = censored_jct - jobs["run_time"][arrived]
+        censored_slowdown = censored_jct / jobs["ideal_duration"][arrived]
         jct = so_far[finished]
         run_time = jobs["run_time"][finished]
         ideal = jobs["ideal_duration"][finished]
@@ -188,8 +199,8 @@ class SimulationResult:
                 "p90_jct": stat(censored_jct, lambda v: np.percentile(v, 90)),
                 "p99_jct": stat(censored_jct, lambda v: np.percentile(v, 99)),
                 "makespan": self._makespan(arrived, finished),
-                "avg_wait": stat(jct - run_time, np.mean),
-                "avg_slowdown": stat(jct / ideal, np.mean),
+                "avg_wait": stat(censored_wait, np.mean),
+                "avg_slowdown": stat(censored_slowdown, np.mean),
                 "avg_ntat": stat(jct / run_time, np.mean),
                 "execution_effectiveness": stat(ideal / jct, np.mean),
                 "gpu_utilization": weighted(timeline["busy_gpus"]) / self.total_gpus,

@@ -303,6 +303,21 @@ class Cluster:
         gpus.flags.writeable = False
         return gpus
 
+    @cached_property
+    def server_cores(self) -> np.ndarray:
+        """CPU cores of every server [S] (read-only)."""
+        cores = np.add.reduceat(self.socket_cores, self.server_socket_offsets[:-1])
+        cores.flags.writeable = False
+        return cores
+
+    @cached_property
+    def socket_sibling_cores(self) -> np.ndarray:
+        """Per socket [K], the cores of the other sockets of its server (float, read-only):
+        what a socket's neighbours hold before a load on it spills over."""
+        cores = (self.server_cores[self.socket_server] - self.socket_cores).astype(np.float64)
+        cores.flags.writeable = False
+        return cores
+
     @property
     def is_network_link(self) -> np.ndarray:
         """Boolean mask over links: True for network links (ports and switch links)."""

@@ -123,13 +123,14 @@ def test_timing_reports_the_iterations_learning_from_its_medians(
 def test_bad_requests_are_refused_with_what_is_allowed(
     bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for cases, what in (("k8", "unknown case(s) k8"), ("demo,demo", "case(s) named twice: demo")):
+    for cases, what in (
+        ("k8", "unknown case(s) k8; known: demo, k20"),
+        ("demo,demo", "case(s) named more than once: demo; name each at most once"),
+    ):
         with pytest.raises(SystemExit) as caught:
             bench.main(["time", "--data", str(tmp_path), "--cases", cases])
         assert caught.value.code == 2
-        assert capsys.readouterr().err == (
-            f"bench_learner_device.py: error: --cases: {what}; known: demo, k20\n"
-        )
+        assert capsys.readouterr().err == f"bench_learner_device.py: error: --cases: {what}\n"
     with pytest.raises(SystemExit, match=r"no recording of \['demo'\] .* run `record` first"):
         bench.main(["time", "--data", str(tmp_path), "--cases", "demo"])
     if not torch.cuda.is_available():
@@ -222,6 +223,24 @@ def test_an_unwritable_out_is_one_line_before_anything_is_recorded(
     # A folder that can be made is recorded into.
     bench.main(["record", "--out", str(tmp_path / "new" / "recording"), "--cases", "demo"])
     assert no_recording == [(tmp_path / "new" / "recording", ["demo"])]
+
+
+def test_an_out_uri_is_one_line_before_anything_is_recorded(
+    bench: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    no_recording: list,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as caught:
+        bench.main(["record", "--out", "s3://bucket/recording"])
+    assert caught.value.code == 2
+    assert capsys.readouterr().err == (
+        "bench_learner_device.py: error: --out s3://bucket/recording: a URI; give a local "
+        "folder (the recording is plain files, copy them to storage afterwards)\n"
+    )
+    assert no_recording == [] and list(tmp_path.iterdir()) == []  # no local "s3:" folder
 
 
 @pytest.mark.parametrize("what", ["does not exist", "is not a folder"])

@@ -38,7 +38,10 @@ def test_seeds_label_and_cases_are_parsed_up_front(bench: ModuleType) -> None:
         (["--label", "a/b"], "argument --label: label 'a/b' is not a plain file-name part"),
         (["--iterations", "0"], "argument --iterations: must be an integer >= 1, got '0'"),
         (["--cases", "demo-9"], "--cases: unknown case(s) demo-9; known: demo-0"),
-        (["--cases", "demo-0,demo-0"], "--cases: case(s) named twice: demo-0; known: demo-0"),
+        (
+            ["--cases", "demo-0,demo-0"],
+            "--cases: case(s) named more than once: demo-0; name each at most once",
+        ),
         (
             ["--cases", "demo-0", "--set", "algorithm.nope=1"],
             "case demo-0 with --set ['algorithm.nope=1']: unknown key(s) algorithm.nope",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 from pathlib import Path
 from types import ModuleType
 
@@ -110,3 +111,23 @@ def test_benchmarks_without_arguments_answer_help_and_refuse_others_before_runni
     )
     assert refused.returncode == 2 and refused.stdout == ""
     assert refused.stderr == f"bench_{name}.py: takes no arguments, got --fast (see --help)\n"
+
+
+def test_results_that_cannot_be_written_where_asked_are_kept_in_a_temporary_file(
+    common: ModuleType,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    monkeypatch.setattr(common, "RESULTS", blocker / "results")  # a file in the way
+    monkeypatch.setattr(common.tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    records = [{"setting": "demo", "avg_jct": 1.5}]
+    kept = common.write_results("learning", records)
+    assert kept.parent == tmp_path / "tmp" and kept.name.startswith("learning-")
+    assert json.loads(kept.read_text())["results"] == records
+    err = capsys.readouterr().err
+    assert err.startswith(f"cannot write {blocker / 'results' / 'learning.json'} (")
+    assert err.endswith(f"results written to {kept}\n")

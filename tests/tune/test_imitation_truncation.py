@@ -15,6 +15,7 @@ from envs.pod.env import PodSchedulingEnv
 from envs.pod.heuristic import HeuristicPodPolicy
 from tests.tune.test_imitation import ENV, tiny_experiment
 from tune.imitation import (
+    ImitationReport,
     Trajectories,
     _losses,
     build_module,
@@ -39,6 +40,27 @@ def episode_end(env_config: dict, seed: int) -> str:
         _, _, terminations, truncations, _ = env.step(driver.actions())
     assert any(terminations.values()) != any(truncations.values())
     return "terminated" if any(terminations.values()) else "truncated"
+
+
+def fit(
+    module: torch.nn.Module, train: Trajectories, heldout: Trajectories, epochs: int, lr: float
+) -> tuple[ImitationReport, list[str]]:
+    """:func:`pretrain` of ``module`` on fifo+packing's recorded rows (minibatches of 64,
+    value weight 1, seed 0): its report and the lines it logged."""
+    lines: list[str] = []
+    report = pretrain(
+        module,
+        train,
+        heldout,
+        heuristic="fifo+packing",
+        epochs=epochs,
+        lr=lr,
+        minibatch_size=64,
+        value_weight=1.0,
+        seed=0,
+        log=lines.append,
+    )
+    return report, lines
 
 
 def frozen_critic(value: float) -> torch.nn.Module:
@@ -121,19 +143,7 @@ def test_the_critic_is_centred_and_scaled_on_complete_returns() -> None:
         centre_critic(module, rows.select(np.arange(2, 4)))
     # pretrain (no epochs: only the centring) on the same rows: return scale std(-1, -3) = 1
     # (of all four: 7.43), train critic MSE ((-2 + 1)^2 + (-2 + 3)^2) / 2 = 1.
-    lines: list[str] = []
-    report = pretrain(
-        frozen_critic(0.0),
-        rows,
-        rows,
-        heuristic="fifo+packing",
-        epochs=0,
-        lr=1e-3,
-        minibatch_size=64,
-        value_weight=1.0,
-        seed=0,
-        log=lines.append,
-    )
+    report, lines = fit(frozen_critic(0.0), rows, rows, epochs=0, lr=1e-3)
     assert report.return_scale == pytest.approx(1.0)
     assert report.critic_loss == pytest.approx(1.0)
     assert (report.censored, report.heldout_censored) == (2, 2)
@@ -154,19 +164,7 @@ def test_with_every_row_censored_only_the_actor_is_fitted() -> None:
     torch.manual_seed(0)
     module = build_module(tiny_experiment())
     before = {key: value.clone() for key, value in module.state_dict().items()}
-    lines: list[str] = []
-    report = pretrain(
-        module,
-        recorded,
-        recorded,
-        heuristic="fifo+packing",
-        epochs=2,
-        lr=1e-2,
-        minibatch_size=64,
-        value_weight=1.0,
-        seed=0,
-        log=lines.append,
-    )
+    report, lines = fit(module, recorded, recorded, epochs=2, lr=1e-2)
     rows = len(recorded)
     assert lines[0] == (
         f"warm start: {rows} of {rows} training rows come from episodes truncated at the "
@@ -185,3 +183,18 @@ def test_with_every_row_censored_only_the_actor_is_fitted() -> None:
     assert not report.critic_measured
     assert math.isnan(report.critic_loss) and math.isnan(report.return_scale)
     assert "critic not fitted" in report.summary()
+
+
+def test_a_critic_fitted_but_held_out_only_on_truncated_episodes_is_not_measured() -> None:
+    # Training rows from a terminated episode fit the critic; the held-out rows all come
+    # from a truncated one, so there is no complete return to measure it on: the summary
+    # says so instead of printing a MSE of nan.
+    train = record_trajectories("pod_scheduling_v0", SHORT, "fifo+packing", [TERMINATED], 0.9)
+    heldout = record_trajectories("pod_scheduling_v0", SHORT, "fifo+packing", [TRUNCATED], 0.9)
+    assert not train.censored.any() and heldout.censored.all()
+    torch.manual_seed(0)
+    report, _ = fit(build_module(tiny_experiment()), train, heldout, epochs=1, lr=1e-2)
+    assert report.critic_measured and math.isnan(report.heldout_critic_loss)
+    summary = report.summary()
+    assert "critic fitted, not measured: every held-out episode was truncated" in summary
+    assert "critic MSE" not in summary

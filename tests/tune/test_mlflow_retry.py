@@ -127,3 +127,16 @@ def test_a_refused_request_is_not_waited_for(tmp_path: Path, sqlite_uri: str, ca
     assert "cannot reach" not in capsys.readouterr().err
     [half_made] = runs(uri, "refused")  # created before its params were refused
     assert half_made.info.status == "FAILED"
+
+
+def test_a_row_cut_off_by_the_step_cap_is_tagged_not_compared(sqlite_uri: str) -> None:
+    """The comparison does not rank a row cut off on some seeds (tune.evaluation); its
+    MLflow run says so, and on how many seeds (sqlite store, no server needed)."""
+    experiment = config_from_dict({"tracking": {"experiment": "cut-off"}})
+    info = {**INFO, "truncated_rows": {"sjf+packing": 2}}
+    log_evaluation_runs(experiment, sqlite_uri, TABLE, info, params={})
+    tags = {run.data.tags["policy"]: run.data.tags for run in runs(sqlite_uri, "cut-off")}
+    assert tags["sjf+packing"]["compared"] == "false"
+    assert tags["sjf+packing"]["truncated_seeds"] == "2"
+    for policy in ("learned-greedy", "fifo+packing"):
+        assert tags[policy]["compared"] == "true" and "truncated_seeds" not in tags[policy]

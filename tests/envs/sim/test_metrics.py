@@ -83,7 +83,12 @@ def test_unfinished_jobs_are_null_in_json(make_workload) -> None:
     assert payload["metrics"]["gpu_seconds"] == pytest.approx(10.0)
     assert payload["metrics"]["ideal_gpu_seconds"] == 0.0
     assert payload["metrics"]["gpu_time_inflation"] is None
-    assert payload["metrics"]["avg_wait"] is None  # finished jobs only
+    # It ran all its 10 s (no wait so far), 10 s of its 160 ideal (a lower bound of its
+    # slowdown; both were null, over finished jobs only); NTAT is over finished jobs.
+    assert payload["metrics"]["avg_wait"] == pytest.approx(0.0)
+    assert payload["metrics"]["avg_slowdown"] == pytest.approx(10.0 / 160.0)
+    assert payload["metrics"]["avg_ntat"] is None
+    assert payload["metrics"]["execution_effectiveness"] is None
     # At least the 10 s the run lasted (it was NaN, over finished jobs only), and the job's
     # 10 s alone on one GPU give its CS of 1 (it was NaN: no job finished).
     assert payload["metrics"]["makespan"] == pytest.approx(10.0)
@@ -112,6 +117,13 @@ def test_a_run_cut_at_its_horizon_counts_the_unfinished_job(cut: SimulationResul
     metrics = cut.metrics()
     assert (metrics["jobs_finished"], metrics["jobs_total"]) == (1, 3)
     assert metrics["avg_jct"] == pytest.approx(180.0)  # (160 + 200 so far) / 2 arrived
+    # Job 1 waited 160 s behind job 0 and is 200 s in, of 160 ideal: lower bounds of its
+    # wait and slowdown count with job 0's (0 s, 1.0). NTAT and 002's effectiveness are
+    # job 0's alone (finished jobs only).
+    assert metrics["avg_wait"] == pytest.approx((0.0 + 160.0) / 2)
+    assert metrics["avg_slowdown"] == pytest.approx((1.0 + 200.0 / 160.0) / 2)
+    assert metrics["avg_ntat"] == pytest.approx(1.0)
+    assert metrics["execution_effectiveness"] == pytest.approx(1.0)
     # The run lasted 200 s and job 1 is still running: the makespan is at least 200 s
     # (it was 160 s, the finished job's alone, under jobs_finished < jobs_total).
     assert metrics["makespan"] == pytest.approx(200.0)
@@ -161,7 +173,10 @@ def test_contention_counts_every_job_that_ran_to_the_end() -> None:
     assert metrics["p90_contention"] == pytest.approx(1.45)  # 1.0 + 0.9 * 0.5; was 1.0
     assert metrics["makespan"] == pytest.approx(3000.0)  # 3000 - 0; was 1000 (finished)
     assert metrics["avg_jct"] == pytest.approx((1000.0 + 2900.0 + 2800.0) / 3)
-    assert metrics["avg_wait"] == pytest.approx(0.0)  # still over finished jobs only
+    # Waits so far: 0 (finished, ran all its time), 2900 - 500 and 2800 - 0; slowdowns so
+    # far against 1000 ideal seconds. Over finished jobs only, both read 0 and 1.
+    assert metrics["avg_wait"] == pytest.approx((0.0 + 2400.0 + 2800.0) / 3)
+    assert metrics["avg_slowdown"] == pytest.approx((1.0 + 2.9 + 2.8) / 3)
 
 
 def test_makespan_is_undefined_only_without_arrivals_and_cs_without_runs() -> None:

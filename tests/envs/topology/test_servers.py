@@ -43,6 +43,22 @@ def test_server_gpus_count_each_servers_architecture() -> None:
     assert not cluster.server_gpus.flags.writeable
 
 
+def test_server_cores_and_each_sockets_siblings_follow_the_architectures() -> None:
+    cluster = build_cluster("fat-tree", k=4, server="mixed")
+    names = [cluster.architectures[a].name for a in cluster.server_architecture]
+    per_server = {name: SERVER_PRESETS[name].num_cores for name in set(names)}
+    assert cluster.server_cores.tolist() == [per_server[name] for name in names]
+    assert float(cluster.server_cores.sum()) == float(cluster.socket_cores.sum())
+    # A single-socket server's socket has no siblings; each of a power8's two 8-core
+    # sockets has the other's 8.
+    siblings = cluster.socket_sibling_cores
+    for server, name in enumerate(names):
+        sockets = slice(*cluster.server_socket_offsets[server : server + 2])
+        expected = {"single-socket": [0.0], "power8": [8.0, 8.0], "dgx1": [16.0, 16.0]}[name]
+        assert siblings[sockets].tolist() == expected, name
+    assert not cluster.server_cores.flags.writeable and not siblings.flags.writeable
+
+
 def test_mix_is_seeded() -> None:
     first = build_cluster("fat-tree", k=4, server="mixed", seed=3).server_architecture
     again = build_cluster("fat-tree", k=4, server="mixed", seed=3).server_architecture
