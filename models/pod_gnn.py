@@ -222,12 +222,13 @@ class PodGNN(nn.Module):
         num_inter = summaries[0].shape[1]
         if self.full_view:
             partitions = self.partition_input(obs["partitions"].float())  # [B, P, n, hidden]
-            node_mask = (obs["partitions"].abs().sum(-1) > 0).float()
+            # The environment's mask, not the features: a full GPU group's features are
+            # all zero, like a padded row's, and it must still count in its pod's mean.
+            real = obs["partitions_node_mask"].unsqueeze(-1) > 0  # [B, P, n, 1]
             per_scheduler = torch.cat(
                 [
-                    (partitions * node_mask.unsqueeze(-1)).sum(2)
-                    / node_mask.sum(2, keepdim=True).clamp(min=1),
-                    partitions.max(dim=2).values,
+                    (partitions * real).sum(2) / real.sum(2).clamp(min=1),
+                    partitions.masked_fill(~real, float("-inf")).max(dim=2).values,
                 ],
                 dim=-1,
             )

@@ -320,7 +320,8 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
         "--workload",
         default="poisson",
         choices=workload_kinds(),
-        help="synthetic workload generator (default: poisson, 15 jobs per 30 min per scheduler)",
+        help="synthetic workload generator (default: poisson, 15 jobs per interval per "
+        "scheduler: per --interval when given, else per 30 min)",
     )
     group.add_argument(
         "--jobs", type=int, help="number of jobs to generate, or to keep from the trace's start"
@@ -412,11 +413,13 @@ def workload_from_args(args: argparse.Namespace, cluster: Any) -> tuple[Workload
             notes.append(f"skipped {report.skipped} malformed row(s) of {args.trace}")
     else:
         options = dict(args.workload_arg)
-        if (
-            "num_schedulers" in _generator_options(args.workload)
-            and "num_schedulers" not in options
-        ):
+        generator_options = _generator_options(args.workload)
+        if "num_schedulers" in generator_options and "num_schedulers" not in options:
             options["num_schedulers"] = cluster.num_partitions
+        if "interval_s" in generator_options and args.interval is not None:
+            # Rates are per the generator's interval: per --interval when one is given,
+            # as the pod environment's are per its interval_s.
+            options.setdefault("interval_s", args.interval)
         workload = make_workload(
             args.workload, num_jobs=args.jobs if args.jobs else 200, rng=rng, **options
         )

@@ -464,6 +464,15 @@ def use_reinforce(config: Any) -> Any:
         raise ValueError(
             f"learner_config_dict.{REINFORCE_KEY} runs inside PPO's loop: set algorithm.name: PPO"
         )
+    if config.num_envs_per_env_runner != 1:
+        # With several sub-environments, sample(num_episodes=E) keeps the first E episodes
+        # to end: the short ones. A group of them is not E plays of the sequence, and its
+        # baseline and gradient would lean towards short episodes.
+        raise ValueError(
+            f"learner_config_dict.{REINFORCE_KEY} plays each sequence E times one episode "
+            f"at a time: set resources.num_envs_per_env_runner to 1 (got "
+            f"{config.num_envs_per_env_runner}); add env runners for more samples"
+        )
     config = config.learners(learner_class=ReinforceTorchLearner)
     config = config.env_runners(
         env_runner_cls=SequenceGroupEnvRunner, batch_mode="complete_episodes"

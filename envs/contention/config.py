@@ -64,8 +64,10 @@ class ContentionConfig(MappingConfig):
     **Decisions.** ``round_s``: scheduling round (300 s, 000's reference code); the agent
     places jobs with time frozen and "do nothing" runs one round. ``candidates`` K: the
     first jobs of the queue with distinct GPU demands (default: one per demand in
-    ``gpu_choices``). ``mode``: ``base`` (RL-base) or ``hybrid`` (RL-Hybrid: on "do
-    nothing" the first candidate that fits is placed by ``fallback_placement``).
+    ``gpu_choices``); the actions have one slot per demand whatever K, and the slots of
+    demands without a candidate are masked. ``mode``: ``base`` (RL-base) or ``hybrid``
+    (RL-Hybrid: on "do nothing" the first candidate in queue order that fits is placed by
+    ``fallback_placement``).
     ``preempt_cs``: preempt every job whose CS exceeds this (000 §V-C; None = never; 000's
     code uses 1 / 0.6 = 1.67); ``restart_cost_s``: seconds a resumed job makes no progress.
 
@@ -207,9 +209,16 @@ class ContentionConfig(MappingConfig):
         return self.candidates if self.candidates is not None else len(self.gpu_choices)
 
     @property
+    def num_slots(self) -> int:
+        """D: action slots, one per GPU demand class (``gpu_choices``, ascending). Slot c
+        is the candidate of the c-th demand, so an action means what the state shows."""
+        return len(self.gpu_choices)
+
+    @property
     def num_actions(self) -> int:
-        """K x (node subsets) + 1: a candidate on a node subset, or do nothing."""
-        return self.num_candidates * self.num_node_subsets + 1
+        """D x (node subsets) + 1: the candidate of a demand class on a node subset, or
+        do nothing."""
+        return self.num_slots * self.num_node_subsets + 1
 
     @property
     def nothing_action(self) -> int:

@@ -9,6 +9,14 @@ the agent co-locates jobs whose traffic shares node ports. :class:`envs.contenti
 ContentionEnv` is its Gymnasium face; :mod:`envs.contention.baselines` runs LAS, SRTF and
 FIFO on the same simulator.
 
+**Actions** (000 §IV). One action slot per GPU demand class (``gpu_choices``, ascending),
+each with one action per node subset: action ``c x S + s`` starts the candidate whose
+demand is the c-th GPU choice -- the job the state's right half shows in that demand's
+cells -- on node subset s; its slot is masked while no candidate has that demand. Slots
+follow the demand, never the queue, so the same state and mask give every action the same
+meaning (000: "job type 1 is encoded in slot_{2,2}", and the reference code lists its
+candidates by demand whatever the queue order).
+
 **A round** (000 Alg. 1). With time frozen the agent places candidate jobs one step at a
 time; "do nothing" ends the decision: the simulator runs to the next round at which jobs
 wait and that step's reward is 000 eq. 2 over the time just simulated,
@@ -139,38 +147,49 @@ class ContentionCore:
 
     def candidates(self) -> np.ndarray:
         """000's K candidate jobs: the first job of each distinct GPU demand from the head
-        of the queue, in queue order."""
+        of the queue, in queue order (RL-Hybrid's fallback tries them in this order)."""
         return candidate_jobs(
             self.sim.waiting_jobs(), self.demand_class, self.config.num_candidates
         )
+
+    def slot_jobs(self) -> np.ndarray:
+        """int64 per action slot (demand class c, ``gpu_choices`` ascending): the candidate
+        whose demand is class c, or -1 when no candidate has it (its actions are masked)."""
+        slots = np.full(self.config.num_slots, -1, dtype=np.int64)
+        if self.over:
+            return slots
+        candidates = self.candidates()
+        # Candidates have distinct demands (candidate_jobs), so no two share a slot.
+        slots[self.demand_class[candidates]] = candidates
+        return slots
 
     def node_free(self) -> np.ndarray:
         """Free GPUs per node."""
         return node_free_gpus(self.cluster, self.sim.free_gpus)
 
     def action_mask(self) -> np.ndarray:
-        """int8 over ``K x S + 1`` actions: candidate k on node subset s at ``k x S + s``
-        when it fits there now, then "do nothing" (always allowed)."""
+        """int8 over ``D x S + 1`` actions: at ``c x S + s`` the candidate of demand class c
+        on node subset s, 1 when such a candidate waits and fits there now; then "do
+        nothing" (always allowed)."""
         mask = np.zeros(self.config.num_actions, dtype=np.int8)
         mask[-1] = 1
         if self.over:
             return mask
         free = self.node_free()
-        for slot, job in enumerate(self.candidates().tolist()):
+        for slot in np.flatnonzero(self.slot_jobs() >= 0).tolist():
             start = slot * self._subsets
-            mask[start : start + self._subsets] = self.options.feasible(
-                int(self.demand_class[job]), free
-            )
+            mask[start : start + self._subsets] = self.options.feasible(slot, free)
         return mask
 
     def step(self, action: int) -> tuple[float, bool, bool, dict[str, Any]]:
-        """Apply ``action``; a masked one is taken as "do nothing" (flagged). Returns
-        (reward, terminated, truncated, details)."""
+        """Apply ``action``: ``c x S + s`` starts the candidate of demand class c on node
+        subset s; a masked one is taken as "do nothing" (flagged). Returns (reward,
+        terminated, truncated, details)."""
         mask, details = begin_step(self, action)
         reward = 0.0
         if action != self.config.nothing_action and mask[action]:
             slot, subset = divmod(action, self._subsets)
-            details["placed"] = self._place(int(self.candidates()[slot]), subset)
+            details["placed"] = self._place(int(self.slot_jobs()[slot]), subset)
             details["preempted"] = self._preempt_contended()
         elif self.config.mode == "hybrid" and (fallback := self._greedy()) is not None:
             self.fallbacks += 1

@@ -12,12 +12,17 @@ parameters in :class:`~envs.contention.config.ContentionConfig`, the job sets in
 :mod:`envs.contention.jobs`.
 
 =====================  ===================================================================
-Action space           ``Discrete(K x S + 1)``, 67 by default: action ``k x S + s`` starts
-                       candidate k on node subset s, its GPUs split evenly (d / |s| per
-                       node); the last action is "do nothing". The S node subsets are all
-                       subsets of 1, 2, 4, ... nodes, by size then lexicographically (4
-                       nodes: [0] [1] [2] [3] [0,1] [0,2] ... [2,3] [0,1,2,3], S = 11).
-                       ``env.unwrapped.core.options.subsets`` lists them.
+Action space           ``Discrete(D x S + 1)``, 67 by default: action ``c x S + s`` starts
+                       the candidate whose GPU demand d is the c-th of the D demands
+                       (``gpu_choices``, ascending) -- the job the state's right half
+                       shows in d's cells -- on node subset s, its GPUs split evenly (d /
+                       |s| per node); the last action is "do nothing". Slots follow the
+                       demand, not the queue order, so an action means the same job
+                       whenever the state and mask are the same. The S node subsets are
+                       all subsets of 1, 2, 4, ... nodes, by size then lexicographically
+                       (4 nodes: [0] [1] [2] [3] [0,1] [0,2] ... [2,3] [0,1,2,3], S = 11).
+                       ``env.unwrapped.core.options.subsets`` lists them,
+                       ``core.slot_jobs()`` the job of each slot (-1: none).
 Observation            ``Dict``:
 ``"state"``            ``Box(0, 1, (nodes, 2 x GPUs per node), float32)``: 000 Fig. 2.
                        Left half: cell (n, g) holds the profile of the job on GPU g of node
@@ -27,14 +32,17 @@ Observation            ``Dict``:
                        A profile is the job's (model, demand) class ``1 .. 6 x D`` / (6 x
                        D) (``profile="type"``, as 000's code numbers them) or its model's
                        Table I bandwidth / the largest (``profile="bandwidth"``).
-``"action_mask"``      ``Box(0, 1, (K x S + 1,), int8)``: 1 where the candidate exists, its
-                       demand splits evenly into at most M GPUs per node of the subset,
-                       and every node there has them free; "do nothing" is always 1.
+``"action_mask"``      ``Box(0, 1, (D x S + 1,), int8)``: 1 where a candidate of the slot's
+                       demand waits, the demand splits evenly into at most M GPUs per
+                       node of the subset, and every node there has them free; "do
+                       nothing" is always 1.
 =====================  ===================================================================
 
 **Candidates** (000 §IV). The K candidates are the first jobs from the head of the queue
-(arrival order; a preempted job keeps its place) with GPU demands not seen yet, in queue
-order; K defaults to the number of demand classes (``gpu_choices``: 1, 2, 4, 8, 16, 32).
+(arrival order; a preempted job keeps its place) with GPU demands not seen yet; K
+defaults to the number D of demand classes (``gpu_choices``: 1, 2, 4, 8, 16, 32), and a
+smaller K leaves the slots of the demands it does not reach masked. ``info["candidates"]``
+lists them in queue order, the order RL-Hybrid's fallback tries them in.
 
 **Order of decisions.** Time is frozen while the agent starts jobs; "do nothing" runs the
 simulator to the next round (``round_s``, 300 s) at which jobs wait. RL-base
@@ -53,9 +61,9 @@ the busy share of GPU time; ``W2 = 1 - W1``, ``w1`` 0.4 (branch B; ``BRANCHES`` 
 0.3 .. 0.7). 0 on placing steps.
 
 **Info.** Every step: ``time`` (s), ``action_mask``, ``invalid_action``, ``waiting``,
-``running``, ``candidates`` (job ids), ``cs`` (current CS of every running job, keyed by
-the job id as a string); on a placement ``placed`` (job, model, gpus, nodes,
-gpus_per_node, its CS now); on a fallback ``fallback`` (same keys); on a round end
+``running``, ``candidates`` (job ids, queue order), ``cs`` (current CS of every running
+job, keyed by the job id as a string); on a placement ``placed`` (job, model, gpus,
+nodes, gpus_per_node, its CS now); on a fallback ``fallback`` (same keys); on a round end
 ``round`` (contention, utilization, seconds, preempted); ``preempted`` (job ids) when
 ``preempt_cs`` preempts; on the last step ``episode``
 (:meth:`envs.contention.core.ContentionCore.summary`: avg / p90 JCT, utilization, the CS
@@ -162,9 +170,11 @@ class ContentionEnv(ConfiguredEnv):
         return self._step_discrete(action, f"{self.config.num_actions - 1} = do nothing")
 
     def action_for(self, job: int, nodes: list[int] | tuple[int, ...]) -> int:
-        """The action that starts candidate ``job`` on ``nodes`` (ValueError if ``job`` is
-        not a candidate now or ``nodes`` is not an option)."""
-        candidates = self.core.candidates().tolist()
+        """The action that starts candidate ``job`` on ``nodes``: its demand class's slot,
+        then the subset (ValueError if ``job`` is not a candidate now or ``nodes`` is not
+        an option)."""
+        core = self.core
+        candidates = core.candidates().tolist() if not core.over else []
         if job not in candidates:
             raise ValueError(f"job {job} is not a candidate now; candidates: {candidates}")
         subsets = self.core.options.subsets
@@ -174,4 +184,4 @@ class ContentionEnv(ConfiguredEnv):
                 f"nodes {list(nodes)} are not a placement option: give 1, 2, 4, ... distinct "
                 f"node ids in [0, {self.config.nodes})"
             )
-        return candidates.index(job) * len(subsets) + subsets.index(key)
+        return int(core.demand_class[job]) * len(subsets) + subsets.index(key)

@@ -30,9 +30,11 @@ class PodSchedulingConfig:
     """Everything that defines one ``pod_scheduling_v0`` environment.
 
     Cluster: ``topology`` and ``topology_params`` (e.g. ``{"k": 4}``) with ``server``.
-    Jobs: ``workload`` generator with ``workload_params`` and ``num_jobs`` per episode, or
-    ``trace`` (a file; ``trace_format``, ``trace_params`` as for ``simulate.py run``,
-    ``num_jobs`` keeping the first jobs). ``interval_s``: the scheduling interval (001:
+    Jobs: ``workload`` generator with ``workload_params`` and ``num_jobs`` per episode (a
+    generator's rate is per ``interval_s`` unless ``workload_params`` sets its own
+    ``interval_s``; ``num_schedulers`` defaults to the partitions), or ``trace`` (a file;
+    ``trace_format``, ``trace_params`` as for ``simulate.py run``, ``num_jobs`` keeping the
+    first jobs). ``interval_s``: the scheduling interval (001:
     30 minutes). ``max_jobs``: N, the concurrent jobs each scheduler sees. ``forward_limit``:
     forwards per task. ``level``: action targets are GPU groups ("device") or servers.
     ``reward``: "progress" (001), "jct" (minus jobs in the system per interval) or

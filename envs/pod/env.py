@@ -319,8 +319,13 @@ class PodSchedulingEnv(ParallelEnv):
             workload, _ = read_trace(cfg.trace, cfg.trace_format, options, rng=rng)
             return workload
         params = dict(cfg.workload_params)
-        if "num_schedulers" in workload_options(cfg.workload):
+        options = workload_options(cfg.workload)
+        if "num_schedulers" in options:
             params.setdefault("num_schedulers", self.cluster.num_partitions)
+        if "interval_s" in options:
+            # A generator's rate is per its interval (001's 30 minutes by default): per
+            # this environment's own, unless the config says otherwise.
+            params.setdefault("interval_s", cfg.interval_s)
         return make_workload(cfg.workload, num_jobs=cfg.num_jobs, rng=rng, **params)
 
     def _apply(self, agent: int, action: int, mask: np.ndarray) -> int | None:

@@ -45,6 +45,9 @@ advice                  [A]             only with ``advice``: int8 one-hot of th
                                         forbids it (:mod:`envs.pod.advice`)
 partitions              [P, n, L + 2N]  only with others="full": every partition's
                                         node_features (same padding)
+partitions_node_mask    [P, n]          only with others="full": int8, every partition's
+                                        node_mask (a full GPU group's features are all 0,
+                                        like padding's: only the mask tells them apart)
 ======================  ==============  ====================================================
 
 The concurrent jobs of a scheduler are the jobs in its queue (head first: slot 0 is the
@@ -140,6 +143,9 @@ class ObservationBuilder:
             [[0], np.cumsum(self._partition_link_counts)[:-1]]
         ).astype(np.int64)
         self._self = np.eye(self.num_agents, dtype=np.float32)
+        self._partition_node_masks = np.stack(
+            [part.graph.node_mask for part in self.layout.partitions]
+        ).astype(np.int8)
         self._index_edges(layout)
         # Each agent's targets padded to the largest partition's (valid where real), and at
         # device level the CPU socket of each target GPU group.
@@ -237,6 +243,7 @@ class ObservationBuilder:
             entries["partitions"] = spaces.Box(
                 shape=(self.num_agents, n, self.node_feature_size), **unbounded
             )
+            entries["partitions_node_mask"] = spaces.Box(0, 1, (self.num_agents, n), np.int8)
         return spaces.Dict(entries)
 
     # ------------------------------------------------------------------ per episode
@@ -307,6 +314,7 @@ class ObservationBuilder:
         }
         if self.config.others == "full":
             shared["partitions"] = features
+            shared["partitions_node_mask"] = self._partition_node_masks
         edge_attr = self._edge_attr(sim.link_jobs)
         jobs_model, jobs_demand = self._jobs(slots)
         observations = []

@@ -106,6 +106,8 @@ class RLTapsCore:
         self._image = np.zeros(config.image_shape, dtype=np.float32)
         self._make_views()
         self._mask = np.ones((self.num_gpus, config.choices_per_gpu), dtype=np.int8)
+        # No episode yet: assign(), start() and advance() refuse until reset() as they do
+        # after an episode's end.
         self.over = True
 
     def _make_views(self) -> None:
@@ -174,7 +176,12 @@ class RLTapsCore:
 
     def assign(self, action: np.ndarray) -> int:
         """Preemptive mode: GPU g runs the job of slot ``action[g]`` (N = none). Returns the
-        number of GPUs sent to an empty slot (they stay idle)."""
+        number of GPUs sent to an empty slot (they stay idle). RuntimeError before
+        :meth:`reset` or once the episode is over, with nothing changed."""
+        # Refuse before touching gpu_job or the invalid count: advance() would refuse the
+        # step anyway, and a refused step must leave the ended episode's record as it was.
+        if self.over:
+            raise RuntimeError(EPISODE_OVER)
         if not self.preemptive:
             raise RuntimeError("assign() is for the preemptive core; the static one uses start()")
         self._slot_lookup[: self._slots] = self.slot_job
@@ -186,7 +193,10 @@ class RLTapsCore:
 
     def start(self, slot: int, gpus: np.ndarray) -> int:
         """Static mode: the job of ``slot`` takes the free ``gpus`` until it finishes and
-        leaves its slot, which the backlog refills. Returns the job."""
+        leaves its slot, which the backlog refills. Returns the job. RuntimeError before
+        :meth:`reset` or once the episode is over, with nothing changed."""
+        if self.over:
+            raise RuntimeError(EPISODE_OVER)
         if self.preemptive:
             raise RuntimeError("start() is for the static core; the preemptive one uses assign()")
         job = int(self.slot_job[slot])

@@ -63,7 +63,9 @@ backlog, 10 rows, one job per step for 400 steps (len 1..3 or 6..10, gpusreq 1..
 sequence from the environment's generator; ``jobs`` (or ``reset(options={"jobs": ...})``
 for one episode) replays an explicit list ``[{"arrival": 0, "model": "vgg-vd-19",
 "minibatch": 256, "len": 3, "gpus": 4}, ...]`` (:func:`envs.rltaps.jobs.parse_jobs`).
-Bad configurations, job lists and actions raise ``ValueError`` saying what is wrong.
+Bad configurations, job lists and actions raise ``ValueError`` saying what is wrong; a
+step before ``reset()`` or after the episode's end raises ``RuntimeError`` and changes
+nothing.
 
 **Baselines.** :func:`envs.rltaps.baselines.run_rltaps_baseline` runs 003 §5.3's Random,
 SJF and Tetris job pickers with DeepRM's left-to-right allocator, without preemption, at
@@ -161,7 +163,8 @@ class RLTapsEnv(ConfiguredEnv):
         }
 
     def step(self, action: object) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """Assign every GPU to a slot (or none) and run one step; see the module docstring."""
+        """Assign every GPU to a slot (or none) and run one step; see the module docstring.
+        RuntimeError before ``reset()`` or after the episode's end (nothing changes)."""
         config = self.config
         choice = parse_action(action, config.total_gpus, config.choices_per_gpu)
         core = self.core

@@ -557,7 +557,7 @@ class Simulator:
         if too_long.any():
             job = int(np.flatnonzero(too_long)[0])
             raise ValueError(
-                f"job {job} (workload row {int(self.workload.job_id[job])}) is too long to "
+                f"job {job} (job_id {int(self.workload.job_id[job])}) is too long to "
                 f"simulate: its duration ({float(self.workload.duration[job]):g} s) divided by "
                 f"its model's compute time per iteration ({float(self.compute_time[job]):g} s) "
                 f"overflows; {int(too_long.sum())} job(s) need a finite, smaller duration"
@@ -604,7 +604,7 @@ class Simulator:
         if mask.any():
             job = int(np.flatnonzero(mask)[0])
             raise InfeasibleJobError(
-                f"job {job} (workload row {int(self.workload.job_id[job])}) {reason}; "
+                f"job {job} (job_id {int(self.workload.job_id[job])}) {reason}; "
                 f"{int(mask.sum())} job(s) can never run on this cluster -- drop them "
                 "(e.g. --drop-infeasible) or use a larger cluster",
                 job,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.topology.plan import SHARED, NetworkPlan, require_int, require_positive
+from envs.topology.plan import SHARED, NetworkPlan, require_bandwidths, require_int
 from envs.topology.servers import ServerArchitecture
 
 DEFAULT_LEVEL_GBPS = (10.0, 20.0, 40.0)
@@ -41,14 +41,14 @@ class BCubeSpec:
 
     def __post_init__(self) -> None:
         require_int("BCube n", self.n, 2)
-        require_int("BCube k", self.k, 0)
+        k = require_int("BCube k", self.k, 0)
         if self.bandwidth_gbps is not None:
-            if len(self.bandwidth_gbps) != self.k + 1:
-                raise ValueError(
-                    f"BCube bandwidth_gbps needs k+1 = {self.k + 1} values (one per level), "
-                    f"got {list(self.bandwidth_gbps)}"
-                )
-            require_positive("BCube bandwidth_gbps", self.bandwidth_gbps)
+            require_bandwidths(
+                "BCube bandwidth_gbps",
+                self.bandwidth_gbps,
+                k + 1,
+                f"k+1 = {k + 1} values (one per level)",
+            )
         if self.partition_level is not None:
             level = require_int("BCube partition_level", self.partition_level, 0)
             if level > self.k:

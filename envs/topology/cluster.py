@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import networkx as nx
 import numpy as np
 
-from envs.topology.plan import SHARED, NetworkPlan
+from envs.topology.plan import SHARED, NetworkPlan, require_int
 from envs.topology.servers import ServerArchitecture, assign_servers
 
 if TYPE_CHECKING:
@@ -397,8 +397,12 @@ class Cluster:
 
 
 def assemble_cluster(plan: NetworkPlan, server: str | ServerArchitecture, seed: int = 0) -> Cluster:
-    """Fill every server of ``plan`` with an architecture (a preset, a mix or an object)."""
-    rng = np.random.default_rng(seed)
+    """Fill every server of ``plan`` with an architecture (a preset, a mix or an object).
+
+    ``seed`` (an integer >= 0) orders the servers of a mix; raises ValueError otherwise.
+    """
+    # Checked here, where every builder's seed ends up; numpy's own error names no parameter.
+    rng = np.random.default_rng(require_int("seed", seed, 0))
     architectures, server_architecture = assign_servers(server, plan.partition_sizes(), rng)
     if len(plan.switch_partition) and min(plan.switch_partition) < SHARED:
         raise AssertionError("switch partitions must be >= -1")

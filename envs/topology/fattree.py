@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envs.topology.plan import NetworkPlan, require_int, require_positive
+from envs.topology.plan import NetworkPlan, require_bandwidths, require_int
 from envs.topology.servers import ServerArchitecture
 
 
@@ -28,12 +28,12 @@ class FatTreeSpec:
         k = require_int("fat-tree k", self.k, 2)
         if k % 2:
             raise ValueError(f"fat-tree k must be an even integer >= 2, got {k}")
-        if len(self.bandwidth_gbps) != 3:
-            raise ValueError(
-                "fat-tree bandwidth_gbps needs 3 values (server-edge, edge-aggregation, "
-                f"aggregation-core), got {list(self.bandwidth_gbps)}"
-            )
-        require_positive("fat-tree bandwidth_gbps", self.bandwidth_gbps)
+        require_bandwidths(
+            "fat-tree bandwidth_gbps",
+            self.bandwidth_gbps,
+            3,
+            "3 values (server-edge, edge-aggregation, aggregation-core)",
+        )
 
     def plan(self) -> NetworkPlan:
         """The fat-tree's network."""

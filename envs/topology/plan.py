@@ -9,6 +9,8 @@ architecture go into any topology.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,11 +98,45 @@ class NetworkPlan:
         return [int(count) for count in counts]
 
 
-def require_positive(name: str, values: tuple[float, ...] | list[float]) -> None:
-    """Raise ValueError unless every bandwidth in ``values`` is a positive number."""
+def is_sequence(value: object) -> bool:
+    """True for a list, tuple or numpy array: what a list of sizes or bandwidths may be.
+
+    A string is a sequence to Python but never a list of numbers here; refusing it keeps
+    ``"22"`` from reading as two racks of ``"2"``.
+    """
+    return isinstance(value, Sequence | np.ndarray) and not isinstance(value, str | bytes)
+
+
+def shown(values: object) -> object:
+    """How ``values`` reads in an error message: a sequence as a list of plain Python
+    numbers (not numpy reprs such as ``np.int64(2)``), anything else as its repr."""
+    if not is_sequence(values):
+        return repr(values)
+    return [value.item() if isinstance(value, np.generic) else value for value in values]
+
+
+def is_number(value: object) -> bool:
+    """True for a real number, numpy's included; bool is refused (``True`` is no size)."""
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
+
+
+def require_bandwidths(name: str, values: object, count: int, meaning: str) -> None:
+    """Raise ValueError unless ``values`` is a sequence of ``count`` positive finite numbers.
+
+    ``meaning`` completes "``name`` needs ...", e.g. ``"3 values (server-edge, ...)"``.
+    """
+    if not is_sequence(values) or len(values) != count:
+        raise ValueError(f"{name} needs {meaning}, got {shown(values)}")
+    require_positive(name, values)
+
+
+def require_positive(name: str, values: Sequence[float] | np.ndarray) -> None:
+    """Raise ValueError unless every bandwidth in ``values`` is a positive finite number."""
     for value in values:
-        if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
-            raise ValueError(f"{name} must be positive numbers (Gbps), got {list(values)}")
+        # An infinite link would turn every capacity sum (the bisection's max flow
+        # among them) into inf or nan.
+        if not is_number(value) or not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be positive finite numbers (Gbps), got {shown(values)}")
 
 
 def require_int(name: str, value: object, minimum: int) -> int:

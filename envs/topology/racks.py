@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envs.topology.plan import NetworkPlan, require_int, require_positive
+import numpy as np
+
+from envs.topology.plan import NetworkPlan, is_sequence, require_int, require_positive, shown
 from envs.topology.servers import ServerArchitecture
 
 
@@ -28,21 +30,27 @@ class RacksSpec:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if isinstance(self.racks, int) or not len(self.racks):
+        if not is_sequence(self.racks) or not len(self.racks):
             raise ValueError(
-                f"racks must be a non-empty list of machines per rack, got {self.racks!r}"
+                f"racks must be a non-empty list of machines per rack, got {shown(self.racks)}"
             )
         for machines in self.racks:
-            if isinstance(machines, bool) or not isinstance(machines, int) or machines < 1:
+            if isinstance(machines, bool) or not isinstance(machines, int | np.integer):
                 raise ValueError(
-                    f"every rack needs at least 1 machine, got racks={list(self.racks)}"
+                    "every rack needs a whole number of machines (an integer >= 1), "
+                    f"got racks={shown(self.racks)}"
+                )
+            if machines < 1:
+                raise ValueError(
+                    f"every rack needs at least 1 machine, got racks={shown(self.racks)}"
                 )
         require_int("racks ports_per_server", self.ports_per_server, 1)
         require_positive("racks host_gbps/uplink_gbps", [self.host_gbps, self.uplink_gbps])
 
     def plan(self) -> NetworkPlan:
         """The racks' network."""
-        plan = NetworkPlan("racks", {"racks": list(self.racks)}, routing="tree")
+        # Plain ints: numpy counts would make the cluster's params unfit for JSON.
+        plan = NetworkPlan("racks", {"racks": [int(m) for m in self.racks]}, routing="tree")
         tors = [plan.add_switch("tor", 0, rack) for rack in range(len(self.racks))]
         director = plan.add_switch("director", 1)
         for rack, machines in enumerate(self.racks):

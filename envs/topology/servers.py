@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from envs.topology.plan import require_int, require_positive
+
 
 @dataclass(frozen=True)
 class Socket:
@@ -54,26 +56,19 @@ class ServerArchitecture:
     def __post_init__(self) -> None:
         if not self.sockets:
             raise ValueError(f"server architecture {self.name!r} needs at least one CPU socket")
+        # Whole counts only: the cluster stores cores and GPUs in integer tables, where
+        # 8.5 cores or 2.5 GPUs would silently become 8 and 2.
         for index, socket in enumerate(self.sockets):
-            if socket.cores < 1:
-                raise ValueError(
-                    f"server architecture {self.name!r}: socket {index} has {socket.cores} "
-                    "cores; every socket needs at least 1"
-                )
-            if any(gpus < 1 for gpus in socket.gpu_groups):
-                raise ValueError(
-                    f"server architecture {self.name!r}: socket {index} has a GPU group with "
-                    f"{socket.gpu_groups} GPUs; every group needs at least 1 GPU"
-                )
+            where = f"server architecture {self.name!r}: socket {index}"
+            require_int(f"{where} cores", socket.cores, 1)
+            for gpus in socket.gpu_groups:
+                require_int(f"{where} GPUs per group", gpus, 1)
         if self.num_gpus == 0:
             raise ValueError(
                 f"server architecture {self.name!r} has no GPU; a GPU server needs one"
             )
         for label, value in (("pcie_gbps", self.pcie_gbps), ("qpi_gbps", self.qpi_gbps)):
-            if not value > 0:
-                raise ValueError(
-                    f"server architecture {self.name!r}: {label}={value}; bandwidths must be > 0"
-                )
+            require_positive(f"server architecture {self.name!r}: {label}", [value])
 
     @property
     def num_sockets(self) -> int:

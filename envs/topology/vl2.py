@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envs.topology.plan import NetworkPlan, require_int, require_positive
+from envs.topology.plan import NetworkPlan, require_bandwidths, require_int
 from envs.topology.servers import ServerArchitecture
 
 
@@ -48,12 +48,12 @@ class VL2Spec:
                 f"split their ToRs in halves), got d_a={d_a}, d_i={d_i}"
             )
         require_int("VL2 servers_per_tor", self.servers_per_tor, 1)
-        if len(self.bandwidth_gbps) != 3:
-            raise ValueError(
-                "VL2 bandwidth_gbps needs 3 values (server-ToR, ToR-aggregation, "
-                f"aggregation-intermediate), got {list(self.bandwidth_gbps)}"
-            )
-        require_positive("VL2 bandwidth_gbps", self.bandwidth_gbps)
+        require_bandwidths(
+            "VL2 bandwidth_gbps",
+            self.bandwidth_gbps,
+            3,
+            "3 values (server-ToR, ToR-aggregation, aggregation-intermediate)",
+        )
 
     @property
     def ports_aggregation(self) -> int | None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -136,6 +137,58 @@ def _weights(label: str, values: Sequence[float], count: int) -> np.ndarray:
     if weights.sum() <= 0:
         raise ValueError(f"{label} must not be all zero, got {values!r}")
     return weights / weights.sum()
+
+
+def _duration_range(label: str, value: Sequence[float]) -> tuple[float, float]:
+    """``(shortest, longest)`` seconds with ``0 < shortest <= longest``."""
+    pair = tuple(value) if isinstance(value, Sequence | np.ndarray) else ()
+    if (
+        len(pair) != 2
+        or not all(isinstance(v, Real) and not isinstance(v, bool) for v in pair)
+        or not 0 < pair[0] <= pair[1]
+    ):
+        raise ValueError(
+            f"{label} must be (shortest, longest) seconds with 0 < shortest <= longest, "
+            f"got {value!r}"
+        )
+    return float(pair[0]), float(pair[1])
+
+
+def _resource_names(label: str, value: Sequence[str]) -> tuple[str, ...]:
+    """Distinct non-empty resource names starting with :data:`BASE_RESOURCES`."""
+    listed = isinstance(value, Sequence | np.ndarray) and not isinstance(value, str)
+    if not listed or not all(isinstance(name, str) and name for name in value):
+        raise ValueError(
+            f"{label} must be a list of non-empty resource names starting with "
+            f"{BASE_RESOURCES!r}, got {value!r}"
+        )
+    names = tuple(str(name) for name in value)  # plain str, also from a numpy array
+    if names[:2] != BASE_RESOURCES:
+        raise ValueError(f"{label} must start with {BASE_RESOURCES!r}, got {names!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{label} must not repeat a name, got {names!r}")
+    return names
+
+
+def _shares(
+    label: str, value: Mapping[str, float] | None, default: Mapping[str, float]
+) -> dict[str, float]:
+    """``value`` (a mapping, or ``(name, share)`` pairs as JSON gives them) as a dict."""
+    if value is None:
+        return dict(default)
+    try:
+        # dict() also takes pairs, so a JSON [["Transformer", 1]] works like a mapping.
+        shares = dict(value)
+    except (TypeError, ValueError):
+        shares = None
+    if shares is None or not all(
+        isinstance(share, Real) and not isinstance(share, bool) for share in shares.values()
+    ):
+        raise ValueError(
+            f"{label} must map model names to shares (numbers >= 0), e.g. "
+            f"{{'Transformer': 0.6}}, got {value!r}"
+        )
+    return shares
 
 
 def _positive_ints(label: str, values: Sequence[int]) -> np.ndarray:
@@ -440,9 +493,7 @@ def deeprm_workload(
     """
     jobs = _check_jobs(num_jobs)
     check_rng(rng)
-    names = tuple(resource_names)
-    if names[:2] != BASE_RESOURCES:
-        raise ValueError(f"resource_names must start with {BASE_RESOURCES!r}, got {names!r}")
+    names = _resource_names("resource_names", resource_names)
     short_share = _fraction("short_fraction", short_fraction)
     short_low, short_high = _int_range("short_steps", short_steps, 1)
     long_low, long_high = _int_range("long_steps", long_steps, 1)
@@ -600,14 +651,11 @@ def sced2_workload(
     size_weights = _weights("multi_gpu_weights", multi_gpu_weights, sizes.size)
     median = _positive("median_duration_s", median_duration_s)
     spread = _positive("duration_sigma", duration_sigma)
-    if len(duration_range_s) != 2 or not 0 < duration_range_s[0] <= duration_range_s[1]:
-        raise ValueError(
-            f"duration_range_s must be (shortest, longest) with 0 < shortest <= longest, "
-            f"got {duration_range_s!r}"
-        )
+    shortest, longest = _duration_range("duration_range_s", duration_range_s)
     models = get_catalog("sced2")
-    shares = SCED2_MODEL_SHARES if model_shares is None else dict(model_shares)
-    unknown = sorted(set(shares) - set(models.names))
+    shares = _shares("model_shares", model_shares, SCED2_MODEL_SHARES)
+    # key=str: a JSON or hand-made mapping may mix key types, which sorted() cannot order.
+    unknown = sorted(set(shares) - set(models.names), key=str)
     if unknown:
         raise ValueError(
             f"model_shares names unknown models {unknown}; known: {', '.join(models.names)}"
@@ -622,11 +670,7 @@ def sced2_workload(
     is_single = rng.random(jobs) < single
     num_gpus = np.where(is_single, 1, rng.choice(sizes, size=jobs, p=size_weights))
     model = rng.choice(len(models), size=jobs, p=model_weights)
-    duration = np.clip(
-        median * np.exp(spread * rng.standard_normal(jobs)),
-        duration_range_s[0],
-        duration_range_s[1],
-    )
+    duration = np.clip(median * np.exp(spread * rng.standard_normal(jobs)), shortest, longest)
     epoch_time = (
         models.column("iterations_per_epoch")[model] * models.column("compute_time_s")[model]
     )

@@ -18,8 +18,14 @@ iterations_per_epoch   (J,)      int64 mini-batches per epoch (0 for fixed-durat
 duration               (J,)      float64 seconds for fixed-duration jobs, NaN otherwise
 user, vc               (J,)      int64 codes into ``user_names`` / ``vc_names``; -1 unknown
 partition              (J,)      int64 scheduler (pod) the job is submitted to; -1 = any
-job_id                 (J,)      int64 provenance: position in the generator or trace file
+job_id                 (J,)      int64 provenance: position in the generator, or trace row
 =====================  ========  ==========================================================
+
+**job_id of a trace job** is the 0-based index of its data row: the first row after the
+header is 0 (for PAI, a row of the job table; a headerless table's first line is row 0),
+and blank lines are not counted. It indexes ``list(csv.DictReader(file))`` directly, but
+it is *not* the 1-based file line a :class:`~envs.workload.parsing.TraceFormatError`
+names: in a file with a header and no blank lines, data row ``i`` is file line ``i + 2``.
 
 ``resource_names`` always starts with ``("gpu", "cpu")`` so column 0 of a demand matrix is
 GPUs and column 1 CPU cores; further resources (e.g. ``"mem"``) may follow. Demands are

@@ -25,6 +25,11 @@ COLUMN_KEYS: dict[str, str] = {
     "vc": "virtual cluster / partition name (optional)",
 }
 
+#: The most GPUs, workers or task instances one trace job may have. No real job comes near
+#: it, and it keeps counts -- and their sums and products over a whole trace -- far from
+#: overflowing the int64 arrays of a Workload.
+MAX_COUNT: int = 2**31 - 1
+
 #: Seconds per unit accepted for durations and numeric arrival times.
 TIME_UNITS: dict[str, float] = {"s": 1.0, "min": 60.0, "h": 3600.0}
 
@@ -84,12 +89,14 @@ def parse_optional_number(text: str, field: str, *, minimum: float | None = 0.0)
 
 
 def parse_count(text: str, field: str, *, minimum: int = 0) -> int:
-    """A whole number (``"4"`` or ``"4.0"``) of at least ``minimum``."""
+    """A whole number (``"4"`` or ``"4.0"``) from ``minimum`` to :data:`MAX_COUNT`."""
     value = parse_number(text, field, minimum=None)
     if value != int(value):
         raise FieldError(field, "must be a whole number", text)
     if value < minimum:
         raise FieldError(field, f"must be >= {minimum}", text)
+    if value > MAX_COUNT:
+        raise FieldError(field, f"must be at most {MAX_COUNT} (2^31 - 1)", text)
     return int(value)
 
 

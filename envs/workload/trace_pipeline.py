@@ -21,7 +21,7 @@ import numpy as np
 from envs.workload.catalog import DEFAULT_CATALOG, get_catalog
 from envs.workload.csvrows import ErrorLog
 from envs.workload.jobs import BASE_RESOURCES, Workload
-from envs.workload.parsing import FieldError, TraceFormatError
+from envs.workload.parsing import MAX_COUNT, FieldError, TraceFormatError
 
 #: A reader's row parser: (0-based data-row index, 1-based line, fields) -> None. It parses
 #: the row and adds it to its :class:`TraceJobs`, or hands a malformed row to its ErrorLog.
@@ -166,12 +166,15 @@ class TraceReport:
 
 
 def split_gpus(gpus: float, text: str, field_name: str) -> tuple[int, float]:
-    """(workers, GPUs per worker) for a job of ``gpus`` GPUs: whole GPUs -> one worker each,
-    a fraction below 1 -> one worker holding it, 0 -> one GPU-less worker."""
+    """(workers, GPUs per worker) for a job of ``gpus`` GPUs: whole GPUs (at most
+    :data:`~envs.workload.parsing.MAX_COUNT`) -> one worker each, a fraction below 1 -> one
+    worker holding it, 0 -> one GPU-less worker."""
     if gpus < 1:
         return 1, gpus
     if gpus != int(gpus):
         raise FieldError(field_name, "must be a whole number of GPUs, or a fraction below 1", text)
+    if gpus > MAX_COUNT:
+        raise FieldError(field_name, f"must be at most {MAX_COUNT} GPUs (2^31 - 1)", text)
     return int(gpus), 1.0
 
 
@@ -546,6 +549,7 @@ def finish_trace(
         user_names=tuple(jobs.users),
         vc=kept["vc"],
         vc_names=tuple(jobs.vcs),
+        # The 0-based data row, not the file line (see envs.workload.jobs on job_id).
         job_id=kept["row"],
     )
     report = TraceReport(

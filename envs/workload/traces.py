@@ -5,9 +5,17 @@ the trace says how long each ran, not how much work it did. Readers share one pi
 (:class:`TraceOptions`), applied in this order:
 
 1. parse rows -- a malformed row raises :class:`TraceFormatError` (file, 1-based line,
-   field), or with ``skip_bad_rows=True`` is skipped and counted in the report;
-2. drop jobs the simulator cannot run: no duration (unfinished), zero duration, and --
-   with ``gpu_jobs_only`` (default) -- jobs without GPUs (Helios and PAI log CPU jobs);
+   field), or with ``skip_bad_rows=True`` is skipped and counted in the report. Philly,
+   Helios and PAI never quote a field, so a double quote in one is a malformed field; a
+   generic CSV may quote fields, but a quoted field spanning lines (an unbalanced quote,
+   which hides the rows after it) is raised even with ``skip_bad_rows``. Counts of GPUs,
+   workers and instances are at most ``parsing.MAX_COUNT`` (2^31 - 1);
+2. drop jobs the simulator cannot run: no duration (unfinished: an empty ``duration``,
+   or an empty start or end time where the run time is their difference -- PAI's tasks,
+   a column map's ``start``/``end``), zero duration, and -- with ``gpu_jobs_only``
+   (default) -- jobs without GPUs (Helios and PAI log CPU jobs); each is counted in
+   ``TraceReport.filtered`` (``no_duration``, ``zero_duration``, ``no_gpu``), not as a
+   bad row;
 3. keep only the given ``states`` and ``vcs`` (virtual clusters; Philly's ``cluster``);
 4. sort by arrival (stable, so equal arrivals keep file order);
 5. keep arrivals in ``[start_s, end_s)`` seconds after the first remaining arrival;
@@ -160,14 +168,15 @@ def read_philly(
 ) -> tuple[Workload, TraceReport]:
     """Microsoft Philly as published with Pollux: ``timestamp,duration,num_gpus,gpu_time,cluster``.
 
-    ``timestamp`` is the submission time (ISO-8601 or seconds), ``duration`` seconds,
-    ``cluster`` the virtual cluster (``vcs`` filters on it). ``gpu_time`` is redundant
-    (duration x GPUs) and not read.
+    ``timestamp`` is the submission time (ISO-8601 or seconds), ``duration`` seconds
+    (empty: the job has no duration and is dropped as ``no_duration``), ``cluster`` the
+    virtual cluster (``vcs`` filters on it). ``gpu_time`` is redundant (duration x GPUs)
+    and not read.
     """
     options = options or TraceOptions()
     log = ErrorLog(options.skip_bad_rows)
     jobs = TraceJobs(EarlyStop.for_options(options))
-    with CsvFile(path) as source:
+    with CsvFile(path, quoted=False, log=log) as source:
         column = source.header(("timestamp", "duration", "num_gpus", "cluster"))
         at, took, gpus_at, vc_at = (
             column[n] for n in ("timestamp", "duration", "num_gpus", "cluster")
@@ -175,9 +184,9 @@ def read_philly(
 
         def parse_row(index: int, line: int, row: list[str]) -> None:
             try:
-                source.check_width(row)
+                source.check_row(row)
                 arrival = parse_time(row[at], "timestamp")
-                duration = parse_number(row[took], "duration")
+                duration = parse_optional_number(row[took], "duration")
                 gpus = parse_number(row[gpus_at], "num_gpus")
                 workers, per_worker = split_gpus(gpus, row[gpus_at], "num_gpus")
                 vc = parse_name(row[vc_at], "cluster")
@@ -210,27 +219,28 @@ def read_helios(
     """SenseTime Helios ``cluster_log.csv`` (job_id, user, vc, gpu_num, cpu_num, node_num,
     state, submit_time, start_time, end_time, duration, queue).
 
-    Arrival is ``submit_time`` (ISO-8601 or seconds); run time is ``duration`` seconds;
-    ``cpu_num`` CPUs are divided evenly over the ``gpu_num`` workers. ``state`` (COMPLETED,
-    CANCELLED, FAILED, ...) can be filtered with ``states``, ``vc`` with ``vcs``. Helios
-    logs CPU-only jobs (gpu_num 0), which ``gpu_jobs_only`` drops.
+    Arrival is ``submit_time`` (ISO-8601 or seconds); run time is ``duration`` seconds
+    (empty: the job has no duration and is dropped as ``no_duration``); ``cpu_num`` CPUs
+    are divided evenly over the ``gpu_num`` workers. ``state`` (COMPLETED, CANCELLED,
+    FAILED, ...) can be filtered with ``states``, ``vc`` with ``vcs``. Helios logs CPU-only
+    jobs (gpu_num 0), which ``gpu_jobs_only`` drops.
     """
     options = options or TraceOptions()
     log = ErrorLog(options.skip_bad_rows)
     jobs = TraceJobs(EarlyStop.for_options(options))
     needed = ("user", "vc", "gpu_num", "cpu_num", "state", "submit_time", "duration")
-    with CsvFile(path) as source:
+    with CsvFile(path, quoted=False, log=log) as source:
         column = source.header(needed)
         user_at, vc_at, gpus_at, cpus_at, state_at, submit_at, took = (column[n] for n in needed)
 
         def parse_row(index: int, line: int, row: list[str]) -> None:
             try:
-                source.check_width(row)
+                source.check_row(row)
                 gpus = parse_number(row[gpus_at], "gpu_num")
                 workers, per_worker = split_gpus(gpus, row[gpus_at], "gpu_num")
                 cpus = parse_number(row[cpus_at], "cpu_num")
                 arrival = parse_time(row[submit_at], "submit_time")
-                duration = parse_number(row[took], "duration")
+                duration = parse_optional_number(row[took], "duration")
                 state = parse_name(row[state_at], "state")
             except FieldError as error:
                 log.record(error.located(source.path, line))
@@ -313,7 +323,7 @@ class _PaiJobTasks:
 
 def _read_pai_tasks(path: PathType, log: ErrorLog) -> tuple[dict[str, _PaiJobTasks], int]:
     tasks: dict[str, _PaiJobTasks] = {}
-    with CsvFile(path) as source:
+    with CsvFile(path, quoted=False, log=log) as source:
         column = source.header(
             ("job_name", "task_name", "inst_num", "start_time", "end_time", "plan_cpu", "plan_gpu"),
             positional=PAI_TASK_COLUMNS,
@@ -332,7 +342,7 @@ def _read_pai_tasks(path: PathType, log: ErrorLog) -> tuple[dict[str, _PaiJobTas
         )
         for line, row in source.data():
             try:
-                source.check_width(row)
+                source.check_row(row)
                 name = parse_name(row[name_at], "job_name")
                 instances = parse_count(row[count_at], "inst_num", minimum=1)
                 # Percentages: plan_cpu 600 = 6 cores, plan_gpu 50 = half a GPU; empty = none.
@@ -378,7 +388,7 @@ def read_pai(
     jobs = TraceJobs()
     filtered: dict[str, int] = {}
     seen: dict[str, int] = {}
-    with CsvFile(job_table) as source:
+    with CsvFile(job_table, quoted=False, log=log) as source:
         column = source.header(
             ("job_name", "user", "status", "start_time"), positional=PAI_JOB_COLUMNS
         )
@@ -387,7 +397,7 @@ def read_pai(
         )
         for index, (line, row) in enumerate(source.data()):
             try:
-                source.check_width(row)
+                source.check_row(row)
                 name = parse_name(row[name_at], "job_name")
                 if name in seen:
                     raise FieldError("job_name", f"repeats the job of line {seen[name]}", name)
@@ -456,8 +466,10 @@ def read_csv_trace(
 
     ``column_map`` is e.g. ``"arrival=submit_time,gpus=num_gpus,duration=duration"``.
     Arrival (and start/end) columns hold numbers in ``arrival_unit`` or ISO-8601
-    timestamps; durations are numbers in ``duration_unit`` (s, min or h). Errors name the
-    CSV column.
+    timestamps; durations are numbers in ``duration_unit`` (s, min or h). An empty
+    duration, start or end marks a job with no duration (never started or never ended),
+    dropped as ``no_duration``. Fields may be double-quoted, but a field may not span
+    lines (see ``envs.workload.csvrows``). Errors name the CSV column.
     """
     mapping = parse_column_map(column_map)
     duration_factor = time_unit(duration_unit, "duration unit")
@@ -465,21 +477,25 @@ def read_csv_trace(
     options = options or TraceOptions()
     log = ErrorLog(options.skip_bad_rows)
     jobs = TraceJobs(EarlyStop.for_options(options))
-    with CsvFile(path, delimiter=delimiter) as source:
+    with CsvFile(path, delimiter=delimiter, log=log) as source:
         column = source.header(list(dict.fromkeys(mapping.values())))
         at = {key: column[name] for key, name in mapping.items()}
 
         def parse_row(index: int, line: int, row: list[str]) -> None:
             try:
-                source.check_width(row)
+                source.check_row(row)
                 arrival = parse_time(row[at["arrival"]], mapping["arrival"], unit_s=arrival_factor)
+                # An empty duration, start or end: the job has no duration (as in PAI).
                 if "duration" in at:
                     duration = (
-                        parse_number(row[at["duration"]], mapping["duration"]) * duration_factor
+                        parse_optional_number(row[at["duration"]], mapping["duration"])
+                        * duration_factor
                     )
                 else:
-                    start = parse_time(row[at["start"]], mapping["start"], unit_s=arrival_factor)
-                    end = parse_time(row[at["end"]], mapping["end"], unit_s=arrival_factor)
+                    start = parse_optional_time(
+                        row[at["start"]], mapping["start"], unit_s=arrival_factor
+                    )
+                    end = parse_optional_time(row[at["end"]], mapping["end"], unit_s=arrival_factor)
                     if end < start:
                         raise FieldError(mapping["end"], "is before the start time", row[at["end"]])
                     duration = end - start

@@ -329,3 +329,44 @@ def test_every_score_reads_whether_its_action_is_advised() -> None:
     assert not plain.advised and net.advised
     widths = [net.place_head[0].in_features, net.forward_head[0].in_features]
     assert widths == [plain.place_head[0].in_features + 1, plain.forward_head[0].in_features + 1]
+
+
+def test_full_view_counts_a_full_gpu_group_and_ignores_padding() -> None:
+    """others="full": another pod's GPU group with no free GPU or core and no job is a row
+    of zeros, like padding; the environment's partitions_node_mask tells them apart. Seven
+    of pod 1's eight groups turning exactly full must move the output (as nearly full
+    does), and garbage in padded rows must not."""
+    env = PodSchedulingEnv(num_jobs=20, **TOPOLOGIES["full-view"])
+    obs = observations(env)["scheduler_0"]
+    space = env.observation_space("scheduler_0")
+    net = build(env).eval()
+    assert obs["partitions_node_mask"].shape == obs["partitions"].shape[:2]
+    np.testing.assert_array_equal(obs["partitions_node_mask"][0], obs["node_mask"])
+    groups = np.flatnonzero(obs["node_type"][:, 0] > 0)  # GPU-group rows (pods alike)
+    free = np.zeros(obs["partitions"].shape[-1], np.float32)
+    free[:2] = 1.0  # all its GPUs and cores free
+
+    def with_pod1(values: np.ndarray) -> dict:
+        changed = {**obs, "partitions": obs["partitions"].copy()}
+        changed["partitions"][1, groups] = values
+        return changed
+
+    all_free = with_pod1(free)
+    one_free = with_pod1(np.vstack([free, np.zeros((len(groups) - 1, len(free)), np.float32)]))
+    with torch.no_grad():
+        _, state_all = net(as_batch(space, [all_free]))
+        _, state_one = net(as_batch(space, [one_free]))
+    assert (state_all - state_one).abs().max() > 1e-4  # was 6e-8: the full groups dropped
+    # Racks of 3, 1 and 2 mixed servers: the smaller partitions' rows are padded.
+    env = PodSchedulingEnv(num_jobs=20, **{**TOPOLOGIES["mixed"], "others": "full"})
+    obs = observations(env)["scheduler_0"]
+    space = env.observation_space("scheduler_0")
+    net = build(env).eval()
+    padded = obs["partitions_node_mask"] == 0
+    assert padded.any()
+    noisy = {**obs, "partitions": obs["partitions"].copy()}
+    noisy["partitions"][padded] = 7.0
+    with torch.no_grad():
+        _, state = net(as_batch(space, [obs]))
+        _, state_noisy = net(as_batch(space, [noisy]))
+    torch.testing.assert_close(state, state_noisy, atol=1e-6, rtol=0)

@@ -308,7 +308,7 @@ def test_an_absurd_trace_duration_is_refused_naming_the_file_and_row(tmp_path: P
     assert result.stderr.count("\n") == 1, result.stderr
     # The second data row (job 1), whose work overflows a float at any model's step time.
     assert result.stderr.startswith(
-        f"simulate.py: error: {trace}: job 1 (workload row 1) is too long to simulate: "
+        f"simulate.py: error: {trace}: job 1 (job_id 1) is too long to simulate: "
         "its duration (1e+308 s) divided by its model's compute time per iteration"
     )
     assert result.stderr.endswith("overflows; 1 job(s) need a finite, smaller duration\n")
@@ -326,3 +326,70 @@ def test_a_binary_trace_is_refused_naming_the_file(tmp_path: Path) -> None:
         f"simulate.py: error: {trace}:1: field '(file)': not a UTF-8 text CSV "
         "(a binary or compressed file?)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("rows", "extra", "expected"),
+    [
+        # A stray quote in a Philly row (it used to swallow the file after it, silently).
+        (
+            '0,600,1,600,vc1\n10,600,1,600,"vc1\n' + "20,600,1,600,vc1\n" * 8000,
+            [],
+            "{trace}:3: field 'cluster': holds a double quote, which this trace format never "
+            "has (a stray quote?) (got '\"vc1')",
+        ),
+        # A GPU count past int64 (an OverflowError traceback before).
+        (
+            "0,600,1,600,vc1\n10,600,1e19,600,vc1\n",
+            [],
+            "{trace}:3: field 'num_gpus': must be at most 2147483647 GPUs (2^31 - 1) (got '1e19')",
+        ),
+        # An unbalanced quote in a generic CSV past csv's field limit (a raw _csv.Error
+        # traceback before, even with --skip-bad-rows, which cannot skip it).
+        (
+            '0,600,1,600,vc1\n10,600,1,600,"vc1\n' + "20,600,1,600,vc1\n" * 8000,
+            [
+                *("--format", "csv", "--skip-bad-rows"),
+                *("--map", "arrival=timestamp,gpus=num_gpus,duration=duration,vc=cluster"),
+            ],
+            "{trace}:3: field '(row)': a double-quoted field runs from line 3 past line 7713 "
+            "and exceeds 131072 characters (an unbalanced quote?)",
+        ),
+    ],
+    ids=["stray-quote", "huge-gpu-count", "unbalanced-quote-in-csv"],
+)
+def test_a_malformed_trace_is_one_line_and_exit_2(
+    tmp_path: Path, rows: str, extra: list[str], expected: str
+) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n" + rows)
+    result = run(
+        *("--topology", "flat", "--servers", "2", "--gpus", "8", "--policy", "fifo+packing"),
+        *("--trace", str(trace), *extra),
+    )
+    assert result.returncode == 2 and result.stdout == "", result.stderr
+    assert result.stderr == f"simulate.py: error: {expected.format(trace=trace)}\n"
+
+
+def test_a_wrongly_typed_workload_option_is_one_line_and_exit_2() -> None:
+    result = run(
+        *("--topology", "flat", "--servers", "2", "--gpus", "8", "--policy", "fifo+packing"),
+        *("--workload", "deeprm", "--jobs", "5", "--workload-arg", "resource_names=5"),
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (
+        "simulate.py: error: resource_names must be a list of non-empty resource names "
+        "starting with ('gpu', 'cpu'), got 5\n"
+    )
+
+
+def test_a_trace_job_without_duration_is_dropped_not_refused(tmp_path: Path) -> None:
+    trace = tmp_path / "span.csv"
+    trace.write_text("submit,start,end,gpus\n0,10,610,1\n5,20,,2\n9,30,90,1\n")
+    result = run(
+        *("--topology", "flat", "--servers", "2", "--gpus", "8", "--policy", "fifo+packing"),
+        *("--trace", str(trace), "--format", "csv", "--json"),
+        *("--map", "arrival=submit,start=start,end=end,gpus=gpus"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["jobs"] == 2

@@ -147,6 +147,13 @@ def test_the_shipped_configs_select_the_protocol_and_pass_the_preflight() -> Non
     )
     with pytest.raises(ConfigError, match=r"reinforce\.returns='gae'"):
         check_algorithm(bad)
+    # Several sub-environments would keep the first E episodes to end, the short ones.
+    vector = load_config(CONFIGS / "cush.yaml", ["resources.num_envs_per_env_runner=2"])
+    message = r"set resources\.num_envs_per_env_runner to 1 \(got 2\)"
+    with pytest.raises(ValueError, match=message):
+        algorithm_config(vector)
+    with pytest.raises(ConfigError, match=message):
+        check_algorithm(vector)
 
 
 TINY_RLTAPS = {

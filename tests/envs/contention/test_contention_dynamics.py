@@ -194,6 +194,57 @@ def test_state_encodes_placed_jobs_and_candidate_shapes_as_000_figure_2() -> Non
     assert obs["state"][0, 8 + 1] == pytest.approx(24.63 / 2672.40)  # GNN
 
 
+def test_an_action_slot_is_a_demand_class_whatever_the_queue_order() -> None:
+    # 000 §IV: an action for "job type 1" starts the job encoded in that type's cells. A
+    # 4-GPU IMG and an 8-GPU MoE, in either queue order, give the same state and mask, so
+    # each action must start the same job: slot 2 (4 GPUs) IMG, slot 3 (8 GPUs) MoE.
+    gpus = {"IMG": 4, "MoE": 8}
+    states = []
+    for order in (("IMG", "MoE"), ("MoE", "IMG")):
+        jobs = [job(model, gpus[model]) for model in order]
+        ids = {model: order.index(model) for model in order}
+        obs, _ = ContentionEnv(jobs=jobs).reset(seed=0)
+        states.append(obs["state"])
+        # Empty 4 x 8 cluster: 4 GPUs (4, 2 or 1 per node) and 8 GPUs (8, 4 or 2 per node)
+        # fit on all 11 subsets; demands 1, 2, 16 and 32 have no candidate.
+        assert np.flatnonzero(obs["action_mask"]).tolist() == [*range(22, 44), 66]
+        for slot, model in ((2, "IMG"), (3, "MoE")):
+            env = ContentionEnv(jobs=jobs)
+            env.reset(seed=0)
+            assert env.core.slot_jobs().tolist() == [-1, -1, ids["IMG"], ids["MoE"], -1, -1]
+            assert env.action_for(ids[model], [0, 1]) == slot * 11 + 4
+            _, _, _, _, info = env.step(slot * 11 + 4)  # subset 4: nodes [0, 1]
+            placed = info["placed"]
+            assert (placed["job"], placed["model"], placed["gpus"]) == (
+                ids[model],
+                model,
+                gpus[model],
+            )
+            assert placed["nodes"] == [0, 1] and placed["gpus_per_node"] == gpus[model] // 2
+        # Slot 0 (1 GPU) has no candidate: masked, taken as "do nothing".
+        env = ContentionEnv(jobs=jobs)
+        env.reset(seed=0)
+        _, _, _, _, info = env.step(0)
+        assert info["invalid_action"] and "placed" not in info and info["running"] == 0
+    np.testing.assert_array_equal(states[0], states[1])
+
+
+def test_fewer_candidates_than_demands_mask_the_demands_not_reached() -> None:
+    # K = 2: the 8-GPU LM and the 1-GPU GNN are the candidates; the 4-GPU IMG waits behind
+    # them, so its slot is masked though it would fit. Slots stay one per demand: 6 x 11 + 1.
+    jobs = [job("LM", 8), job("GNN", 1), job("IMG", 4)]
+    env = ContentionEnv(candidates=2, jobs=jobs)
+    assert env.action_space.n == 67
+    obs, info = env.reset(seed=0)
+    assert info["candidates"] == [0, 1]
+    assert env.core.slot_jobs().tolist() == [1, -1, -1, 0, -1, -1]
+    # 1 GPU fits only on one node (4 subsets); 8 GPUs on all 11.
+    assert np.flatnonzero(obs["action_mask"]).tolist() == [0, 1, 2, 3, *range(33, 44), 66]
+    _, _, _, _, info = env.step(3 * 11 + 10)  # slot 3 (8 GPUs) on all four nodes
+    assert info["placed"]["job"] == 0 and info["placed"]["gpus_per_node"] == 2
+    assert env.core.slot_jobs().tolist() == [1, -1, 2, -1, -1, -1]  # IMG is reached now
+
+
 def test_masks_hide_exactly_the_options_that_do_not_fit() -> None:
     jobs = [job("LM", 8), job("LM", 4), job("IMG", 1), job("FSDP", 16), job("DLRM", 2)]
     env = ContentionEnv(gpu_choices=(1, 2, 4, 8, 16), jobs=jobs)
@@ -204,17 +255,21 @@ def test_masks_hide_exactly_the_options_that_do_not_fit() -> None:
     subsets = env.core.options.subsets
     candidates = env.core.candidates().tolist()
     assert candidates == [2, 3, 4]
-    per_candidate = mask[:-1].reshape(5, 11)
+    # One slot per demand (1, 2, 4, 8, 16 GPUs): IMG, DLRM, none, none, FSDP.
+    assert env.core.slot_jobs().tolist() == [2, 4, -1, -1, 3]
+    per_slot = mask[:-1].reshape(5, 11)
     free = {0: 0, 1: 6, 2: 6, 3: 8}
-    for slot, (gpus, row) in enumerate(zip([1, 16, 2], per_candidate, strict=False)):
+    for slot, (gpus, row) in enumerate(zip([1, 2, 4, 8, 16], per_slot, strict=True)):
+        waits = slot in (0, 1, 4)
         for subset, allowed in zip(subsets, row, strict=True):
             share, rest = divmod(gpus, len(subset))
             fits = rest == 0 and 0 < share <= 8 and all(free[n] >= share for n in subset)
-            assert bool(allowed) == fits, (slot, subset)
-    assert not per_candidate[3:].any()  # no fourth or fifth candidate
+            assert bool(allowed) == (waits and fits), (slot, subset)
+    # No 4- or 8-GPU job waits: their slots are masked though 4 and 8 GPUs would fit.
+    assert not per_slot[2:4].any()
     assert mask[-1] == 1  # do nothing is always allowed
     # 16 GPUs fit nowhere: 8 on 2 nodes needs two empty nodes, 4 on 4 nodes needs node 0.
-    assert not per_candidate[1].any()
+    assert not per_slot[4].any()
 
 
 def test_a_round_pays_000_equation_2() -> None:

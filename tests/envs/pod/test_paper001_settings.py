@@ -63,10 +63,17 @@ def test_partition_homes_keep_the_configured_jobs_per_scheduler_and_interval() -
         "interval_s": 1800.0,
     }
 
-    def counts(home: str) -> np.ndarray:
-        env = PodSchedulingEnv(home=home, **settings)
+    def counts(home: str, round_s: float = 1800.0, **params: float) -> np.ndarray:
+        env = PodSchedulingEnv(
+            home=home,
+            **{
+                **settings,
+                "interval_s": round_s,
+                "workload_params": {**settings["workload_params"], **params},
+            },
+        )
         env.reset(seed=5)
-        interval = (env.workload.arrival_time // 1800.0).astype(int)
+        interval = (env.workload.arrival_time // round_s).astype(int)
         table = np.zeros((interval.max() + 1, env.cluster.num_partitions), dtype=int)
         np.add.at(table, (interval, env.homes), 1)
         return table
@@ -74,6 +81,13 @@ def test_partition_homes_keep_the_configured_jobs_per_scheduler_and_interval() -
     assert (counts("partition") == 15).all()
     assert counts("partition").shape == (2, 4)
     assert not (counts("uniform") == 15).all()
+    # The rate is per the environment's interval: 15 per 10-minute round, not 15 per 30
+    # minutes spread over three rounds (5 each, as it was).
+    assert (counts("partition", round_s=600.0) == 15).all()
+    # Unless the workload says otherwise: 15 per scheduler per 30 minutes, spread over
+    # three 10-minute rounds.
+    per_round = counts("partition", 600.0, interval_s=1800.0)
+    assert per_round.shape == (6, 4) and (per_round.reshape(2, 3, 4).sum(axis=1) == 15).all()
 
 
 def test_paper001_config_is_001s_setting() -> None:

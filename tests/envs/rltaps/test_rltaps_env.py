@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import re
+
 import gymnasium
 import numpy as np
 import pytest
 
 from envs import make_env
+from envs.base import EPISODE_OVER
 from envs.registry import environment_names
 from envs.rltaps import RLTapsEnv
 from envs.rltaps.cnns import CNN_NAMES
 from envs.rltaps.config import RLTapsConfig
+from envs.rltaps.core import RLTapsCore
 from envs.rltaps.jobs import generate_jobs, parse_jobs
 
-from .conftest import NONE, job
+from .conftest import NONE, assignment, job
 
 
 def test_registered_and_listed_with_overrides(registered: str) -> None:
@@ -131,3 +135,43 @@ def test_unknown_reset_option_and_stepping_after_the_end() -> None:
     assert terminated and info["episode"]["jobs_finished"] == 1
     with pytest.raises(RuntimeError, match="reset"):
         env.step(np.zeros(32, dtype=np.int64))
+
+
+def test_stepping_before_reset_is_refused_like_the_other_environments() -> None:
+    env = RLTapsEnv()
+    with pytest.raises(RuntimeError, match=re.escape(EPISODE_OVER)):
+        env.step(np.zeros(32, dtype=np.int64))
+
+
+def test_a_step_refused_after_the_end_changes_nothing() -> None:
+    # One 10-row job in slot 0 left idle for one step: truncated at T_max = 1.
+    env = RLTapsEnv(max_steps=1, jobs=[job("resnet-50", 64, 10, 1)])
+    env.reset()
+    _, _, terminated, truncated, _ = env.step(assignment({}))
+    assert truncated and not terminated
+    core = env.core
+    before = core.summary()
+    assert before["invalid_assignments"] == 0 and (core.gpu_job == -1).all()
+    assert core.slot_job[0] == 0
+    # GPU 0 to slot 0 (its job) and GPU 1 to the empty slot 1: had assign() run, job 0
+    # would hold GPU 0 and the episode would count one invalid assignment.
+    with pytest.raises(RuntimeError, match=re.escape(EPISODE_OVER)):
+        env.step(assignment({0: 0, 1: 1}))
+    assert core.summary() == before
+    assert core.invalid_assignments == 0 and (core.gpu_job == -1).all()
+
+
+def test_the_static_core_refuses_start_before_reset_and_after_the_end() -> None:
+    config = RLTapsConfig(max_steps=1)
+    core = RLTapsCore(config, preemptive=False)
+    with pytest.raises(RuntimeError, match=re.escape(EPISODE_OVER)):
+        core.start(0, np.array([0]))
+    # Two 10-row jobs in slots 0 and 1; one step with neither started reaches T_max = 1.
+    core.reset(parse_jobs([job("resnet-50", 64, 10, 1), job("resnet-50", 64, 10, 1)], config))
+    core.advance()
+    assert core.truncated and core.over
+    with pytest.raises(RuntimeError, match=re.escape(EPISODE_OVER)):
+        core.start(0, np.array([0]))
+    # Job 0 is still in slot 0 and GPU 0 still free: the refused start changed nothing.
+    assert core.slot_job.tolist() == [0, 1] + [-1] * 8
+    assert (core.gpu_job == -1).all() and core.job_slot.tolist() == [0, 1]

@@ -88,3 +88,65 @@ def test_bad_architectures_are_refused(sockets: tuple, message: str) -> None:
 def test_bad_link_bandwidth_refused() -> None:
     with pytest.raises(ValueError, match="pcie_gbps"):
         ServerArchitecture("bad", (Socket(4, (1,)),), pcie_gbps=0)
+
+
+@pytest.mark.parametrize(
+    ("sockets", "bandwidths", "message"),
+    [
+        # Fractional counts used to pass and be truncated by the cluster's integer tables.
+        (
+            (Socket(8.5, (2, 1)),),
+            {},
+            "server architecture 'bad': socket 0 cores must be an integer >= 1, got 8.5",
+        ),
+        (
+            (Socket(8, (2,)), Socket(8, (2.5, 1))),
+            {},
+            "server architecture 'bad': socket 1 GPUs per group must be an integer >= 1, got 2.5",
+        ),
+        (
+            (Socket(8, (2, 0)),),
+            {},
+            "server architecture 'bad': socket 0 GPUs per group must be an integer >= 1, got 0",
+        ),
+        (
+            (Socket("8", (2,)),),
+            {},
+            "server architecture 'bad': socket 0 cores must be an integer >= 1, got '8'",
+        ),
+        (
+            (Socket(8, (2,)),),
+            {"pcie_gbps": "128"},
+            "server architecture 'bad': pcie_gbps must be positive finite numbers (Gbps), "
+            "got ['128']",
+        ),
+        (
+            (Socket(8, (2,)),),
+            {"qpi_gbps": float("inf")},
+            "server architecture 'bad': qpi_gbps must be positive finite numbers (Gbps), got [inf]",
+        ),
+        (
+            (Socket(8, (2,)),),
+            {"pcie_gbps": float("nan")},
+            "server architecture 'bad': pcie_gbps must be positive finite numbers (Gbps), "
+            "got [nan]",
+        ),
+    ],
+)
+def test_fractional_counts_and_bad_bandwidths_are_refused_exactly(
+    sockets: tuple, bandwidths: dict, message: str
+) -> None:
+    with pytest.raises(ValueError) as error:
+        ServerArchitecture("bad", sockets, **bandwidths)
+    assert str(error.value) == message
+
+
+def test_numpy_counts_and_bandwidths_make_the_same_cluster() -> None:
+    given = ServerArchitecture(
+        "np", (Socket(np.int64(12), (np.int32(3),)),), pcie_gbps=np.float32(64.0)
+    )
+    cluster = build_cluster("flat", servers=2, server=given)
+    assert cluster.server_gpus.tolist() == [3, 3]
+    assert cluster.socket_cores.tolist() == [12, 12]
+    pcie = cluster.link_tier_names.index("pcie")
+    assert cluster.link_gbps[cluster.link_tier == pcie].tolist() == [64.0, 64.0]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 
-from envs.topology import build_cluster
+from envs.topology import build_cluster, describe_cluster
 
 
 @pytest.mark.parametrize(
@@ -39,3 +42,131 @@ from envs.topology import build_cluster
 def test_bad_input_is_refused_with_a_clear_message(name: str, params: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         build_cluster(name, **params)
+
+
+FAT_TREE_BANDWIDTHS = "3 values (server-edge, edge-aggregation, aggregation-core)"
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "message"),
+    [
+        # Not a sequence at all: refused before len() is taken.
+        (
+            "fat-tree",
+            {"bandwidth_gbps": 10},
+            f"fat-tree bandwidth_gbps needs {FAT_TREE_BANDWIDTHS}, got 10",
+        ),
+        (
+            "fat-tree",
+            {"bandwidth_gbps": None},
+            f"fat-tree bandwidth_gbps needs {FAT_TREE_BANDWIDTHS}, got None",
+        ),
+        (
+            "fat-tree",
+            {"bandwidth_gbps": "124"},
+            f"fat-tree bandwidth_gbps needs {FAT_TREE_BANDWIDTHS}, got '124'",
+        ),
+        (
+            "vl2",
+            {"bandwidth_gbps": 10},
+            "VL2 bandwidth_gbps needs 3 values (server-ToR, ToR-aggregation, "
+            "aggregation-intermediate), got 10",
+        ),
+        (
+            "bcube",
+            {"n": 4, "k": 1, "bandwidth_gbps": 10},
+            "BCube bandwidth_gbps needs k+1 = 2 values (one per level), got 10",
+        ),
+        # Infinite or NaN bandwidths would make every capacity sum inf or nan.
+        (
+            "fat-tree",
+            {"bandwidth_gbps": (10, 20, float("inf"))},
+            "fat-tree bandwidth_gbps must be positive finite numbers (Gbps), got [10, 20, inf]",
+        ),
+        (
+            "vl2",
+            {"bandwidth_gbps": (1, float("nan"), 10)},
+            "VL2 bandwidth_gbps must be positive finite numbers (Gbps), got [1, nan, 10]",
+        ),
+        (
+            "bcube",
+            {"n": 4, "k": 1, "bandwidth_gbps": (10, -np.inf)},
+            "BCube bandwidth_gbps must be positive finite numbers (Gbps), got [10, -inf]",
+        ),
+        (
+            "racks",
+            {"uplink_gbps": float("inf")},
+            "racks host_gbps/uplink_gbps must be positive finite numbers (Gbps), got [100.0, inf]",
+        ),
+        (
+            "flat",
+            {"host_gbps": float("inf")},
+            "flat host_gbps must be positive finite numbers (Gbps), got [inf]",
+        ),
+        (
+            "fat-tree",
+            {"bandwidth_gbps": (10, 20, True)},
+            "fat-tree bandwidth_gbps must be positive finite numbers (Gbps), got [10, 20, True]",
+        ),
+        # Racks: not a list, or not whole machine counts.
+        ("racks", {"racks": None}, "racks must be a non-empty list of machines per rack, got None"),
+        ("racks", {"racks": 2}, "racks must be a non-empty list of machines per rack, got 2"),
+        ("racks", {"racks": "22"}, "racks must be a non-empty list of machines per rack, got '22'"),
+        (
+            "racks",
+            {"racks": (2, 2.5)},
+            "every rack needs a whole number of machines (an integer >= 1), got racks=[2, 2.5]",
+        ),
+        (
+            "racks",
+            {"racks": (np.int64(2), True)},
+            "every rack needs a whole number of machines (an integer >= 1), got racks=[2, True]",
+        ),
+        (
+            "racks",
+            {"racks": (np.int64(2), np.int64(0))},
+            "every rack needs at least 1 machine, got racks=[2, 0]",
+        ),
+        # The seed reaches numpy only once it is a non-negative integer.
+        ("fat-tree", {"seed": "x"}, "seed must be an integer >= 0, got 'x'"),
+        ("fat-tree", {"seed": 1.5}, "seed must be an integer >= 0, got 1.5"),
+        ("fat-tree", {"seed": -1}, "seed must be an integer >= 0, got -1"),
+        ("fat-tree", {"seed": None}, "seed must be an integer >= 0, got None"),
+        ("fat-tree", {"seed": True}, "seed must be an integer >= 0, got True"),
+        ("racks", {"seed": -2}, "seed must be an integer >= 0, got -2"),
+        ("flat", {"seed": "0"}, "seed must be an integer >= 0, got '0'"),
+    ],
+)
+def test_bad_input_gets_the_exact_message(name: str, params: dict, message: str) -> None:
+    with pytest.raises(ValueError) as error:
+        build_cluster(name, **params)
+    assert str(error.value) == message
+
+
+@pytest.mark.parametrize(
+    "bandwidth_gbps",
+    [
+        (10, 20, np.int64(40)),
+        (np.float64(10.0), 20.0, np.int32(40)),
+        np.array([10.0, 20.0, 40.0], dtype=np.float32),
+    ],
+)
+def test_numpy_bandwidths_build_the_same_fat_tree(bandwidth_gbps: object) -> None:
+    plain = build_cluster("fat-tree", k=4, bandwidth_gbps=(10.0, 20.0, 40.0))
+    cluster = build_cluster("fat-tree", k=4, bandwidth_gbps=bandwidth_gbps)
+    assert cluster.link_gbps.tolist() == plain.link_gbps.tolist()
+    assert describe_cluster(cluster)["bisection_bandwidth_gbps"] == 80.0
+
+
+def test_numpy_rack_sizes_build_the_same_racks_with_plain_params() -> None:
+    cluster = build_cluster("racks", racks=(np.int64(2), 3))
+    assert cluster.params == {"racks": [2, 3]}
+    assert [type(machines) for machines in cluster.params["racks"]] == [int, int]
+    assert np.diff(cluster.partition_server_offsets).tolist() == [2, 3]
+    json.dumps(describe_cluster(cluster))  # numpy counts would not serialise
+
+
+def test_numpy_integer_seed_is_the_same_seed() -> None:
+    given = build_cluster("fat-tree", k=4, server="mixed", seed=np.int64(3))
+    plain = build_cluster("fat-tree", k=4, server="mixed", seed=3)
+    assert given.server_architecture.tolist() == plain.server_architecture.tolist()

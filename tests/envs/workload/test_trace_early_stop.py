@@ -381,3 +381,23 @@ def test_full_philly_first_10000_jobs_match_a_full_read() -> None:
     assert report.to_dict() == full_report.to_dict()
     assert (report.rows, report.skimmed, report.jobs) == (82_247, 0, 10_000)
     assert int(jobs.job_id.max()) == 80_944
+
+
+def test_a_stray_quote_after_the_cut_is_skimmed_unless_it_is_in_the_time(
+    tmp_path: Path,
+) -> None:
+    # A quote outside the timestamp leaves the arrival readable: the row is skimmed like
+    # one with any other malformed field. In the timestamp it makes the time unreadable.
+    rows: list[Row | str] = [*sorted_rows(3), '500,5,1,5,"vcA', (600.0, 5.0, 1.0, "vcA")]
+    path = write_philly(tmp_path / "quote.csv", rows)
+    with pytest.raises(TraceFormatError) as caught:
+        read_philly(path)
+    assert (caught.value.line, caught.value.field) == (5, "cluster")
+    jobs, report = read_philly(path, TraceOptions(max_jobs=2))
+    np.testing.assert_array_equal(jobs.job_id, [0, 1])
+    assert (report.rows, report.skimmed, report.skipped) == (5, 3, 0)
+
+    in_time = write_philly(tmp_path / "time.csv", [*sorted_rows(3), '"500,5,1,5,vcA'])
+    with pytest.raises(TraceFormatError) as caught:
+        read_philly(in_time, TraceOptions(max_jobs=2))
+    assert (caught.value.line, caught.value.field) == (5, "timestamp")

@@ -289,3 +289,87 @@ def test_any_kind_any_size_gives_exactly_that_many_valid_jobs(
     assert (np.diff(jobs.arrival_time) >= 0).all()
     assert (jobs.ideal_duration() > 0).all()
     assert (jobs.total_gpus > 0).all()
+
+
+@pytest.mark.parametrize(
+    ("kind", "option", "value", "message"),
+    [
+        (
+            "sced2",
+            "duration_range_s",
+            5,
+            "duration_range_s must be (shortest, longest) seconds with 0 < shortest <= longest, "
+            "got 5",
+        ),
+        (
+            "sced2",
+            "duration_range_s",
+            [60, "x"],
+            "duration_range_s must be (shortest, longest) seconds with 0 < shortest <= longest, "
+            "got [60, 'x']",
+        ),
+        (
+            "sced2",
+            "model_shares",
+            5,
+            "model_shares must map model names to shares (numbers >= 0), "
+            "e.g. {'Transformer': 0.6}, got 5",
+        ),
+        (
+            "sced2",
+            "model_shares",
+            [1],
+            "model_shares must map model names to shares (numbers >= 0), "
+            "e.g. {'Transformer': 0.6}, got [1]",
+        ),
+        (
+            "sced2",
+            "model_shares",
+            {"VGG16": "x"},
+            "model_shares must map model names to shares (numbers >= 0), "
+            "e.g. {'Transformer': 0.6}, got {'VGG16': 'x'}",
+        ),
+        (
+            "deeprm",
+            "resource_names",
+            5,
+            "resource_names must be a list of non-empty resource names starting with "
+            "('gpu', 'cpu'), got 5",
+        ),
+        (
+            "deeprm",
+            "resource_names",
+            ["gpu", "cpu", 5],
+            "resource_names must be a list of non-empty resource names starting with "
+            "('gpu', 'cpu'), got ['gpu', 'cpu', 5]",
+        ),
+        (
+            "deeprm",
+            "resource_names",
+            ["gpu", "cpu", "mem", "mem"],
+            "resource_names must not repeat a name, got ('gpu', 'cpu', 'mem', 'mem')",
+        ),
+    ],
+)
+def test_wrongly_typed_options_are_value_errors_naming_the_option(
+    kind: str, option: str, value: object, message: str
+) -> None:
+    # TypeError escaped these before; the CLI turns only ValueError into one line, exit 2.
+    with pytest.raises(ValueError) as caught:
+        make_workload(kind, num_jobs=5, rng=rng(), **{option: value})
+    assert str(caught.value) == message
+
+
+def test_option_pairs_as_json_gives_them_still_work() -> None:
+    # --workload-arg values are JSON: lists, not tuples or dicts of every shape.
+    listed = make_workload(
+        "sced2",
+        num_jobs=50,
+        rng=rng(3),
+        duration_range_s=[60, 600],
+        model_shares=[["Transformer", 1]],
+    )
+    assert set(np.array(get_catalog("sced2").names)[listed.model]) == {"Transformer"}
+    assert listed.ideal_duration().max() <= 600 + 1e-6
+    three = make_workload("deeprm", num_jobs=5, rng=rng(), resource_names=["gpu", "cpu", "mem"])
+    assert three.resource_names == ("gpu", "cpu", "mem")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import pickle
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +29,7 @@ from envs.workload import (
     read_philly,
     read_trace,
 )
+from envs.workload.traces import HELIOS_COLUMNS
 
 REPO = Path(__file__).resolve().parents[3]
 DATA = REPO / "tests" / "data" / "traces"
@@ -339,7 +341,7 @@ def test_csv_start_end_workers_cpus_and_delimiter() -> None:
 
 def test_csv_bad_rows_name_the_csv_column(tmp_path: Path) -> None:
     path = tmp_path / "mine.csv"
-    path.write_text("t,g,d\n0,1,10\nsoon,1,10\n5,2.5,10\n6,1,\n")
+    path.write_text("t,g,d\n0,1,10\nsoon,1,10\n5,2.5,10\n6,1,-1\n")
     with pytest.raises(TraceFormatError, match=r"mine.csv:3: field 't': is neither a number"):
         read_csv_trace(path, "arrival=t,gpus=g,duration=d")
     jobs, report = read_csv_trace(
@@ -347,6 +349,7 @@ def test_csv_bad_rows_name_the_csv_column(tmp_path: Path) -> None:
     )
     assert [(e.line, e.field) for e in report.errors] == [(3, "t"), (4, "g"), (5, "d")]
     assert "whole number of GPUs, or a fraction below 1" in str(report.errors[1])
+    assert str(report.errors[2]).endswith("field 'd': must be >= 0 (got '-1')")
     assert len(jobs) == 1
     with pytest.raises(TraceFormatError, match=r"mine.csv:1: field 'gpus': column missing"):
         read_csv_trace(path, "arrival=t,gpus=gpus,duration=d")
@@ -508,3 +511,184 @@ def test_a_pai_job_with_a_task_still_running_has_no_duration(tmp_path: Path) -> 
     assert dict(report.filtered) == {"no_duration": 1}
     np.testing.assert_array_equal(jobs.duration, [180.0])
     np.testing.assert_array_equal(jobs.num_workers, [1])
+
+
+# --- quotes, over-long fields, huge counts, missing durations --------------------------------
+
+PHILLY_HEADER = "timestamp,duration,num_gpus,gpu_time,cluster\n"
+
+
+def test_a_stray_quote_spoils_only_its_own_row(tmp_path: Path) -> None:
+    """Philly, Helios and PAI never quote a field: a stray quote used to swallow the rest
+    of the file into one field (silently, or past 128 KiB with a raw csv traceback)."""
+    path = tmp_path / "philly.csv"
+    later = "".join(f"{20 + i},600,1,600,vc1\n" for i in range(8000))  # > 128 KiB after it
+    path.write_text(f'{PHILLY_HEADER}0,600,1,600,vc1\n10,600,1,600,"vc1\n{later}')
+    with pytest.raises(TraceFormatError) as caught:
+        read_philly(path)
+    assert str(caught.value) == (
+        f"{path}:3: field 'cluster': holds a double quote, which this trace format never "
+        "has (a stray quote?) (got '\"vc1')"
+    )
+    jobs, report = read_philly(path, TraceOptions(skip_bad_rows=True))
+    assert (report.rows, report.skipped, report.jobs) == (8002, 1, 8001)
+    assert len(jobs) == 8001 and jobs.vc_names == ("vc1",)
+
+    helios = tmp_path / "helios.csv"
+    helios.write_text(
+        ",".join(HELIOS_COLUMNS) + "\n"
+        "a,u1,vc1,1,6,1,COMPLETED,0,0,60,60,0\n"
+        'b,"u2,vc1,1,6,1,COMPLETED,5,5,65,60,0\n'
+        "c,u1,vc1,1,6,1,COMPLETED,9,9,69,60,0\n"
+    )
+    jobs, report = read_helios(helios, TraceOptions(skip_bad_rows=True))
+    assert [str(error) for error in report.errors] == [
+        f"{helios}:3: field 'user': holds a double quote, which this trace format never has "
+        "(a stray quote?) (got '\"u2')"
+    ]
+    assert (report.rows, len(jobs)) == (3, 2)
+
+    job_table, task_table = tmp_path / "jobs.csv", tmp_path / "tasks.csv"
+    job_table.write_text(
+        'jobA,i1,"userX,Terminated,1000,1600\njobB,i2,userY,Terminated,1100,1200\n'
+    )
+    task_table.write_text(
+        "jobA,worker,1,Terminated,1010,1590,100,1,100,T4\n"
+        "jobB,worker,1,Terminated,1110,1190,100,1,100,T4\n"
+    )
+    with pytest.raises(TraceFormatError) as caught:
+        read_pai(job_table, task_table)
+    assert str(caught.value) == (
+        f"{job_table}:1: field 'user': holds a double quote, which this trace format never "
+        "has (a stray quote?) (got '\"userX')"
+    )
+
+
+def test_a_quoted_header_of_a_fixed_format_says_how_to_read_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "philly.csv"
+    path.write_text('"timestamp","duration","num_gpus","gpu_time","cluster"\n0,60,1,60,vc1\n')
+    with pytest.raises(TraceFormatError) as caught:
+        read_philly(path)
+    assert str(caught.value) == (
+        f'{path}:1: field \'(header)\': is quoted ("timestamp", "duration", "num_gpus", '
+        '"gpu_time", "cluster"); this trace format never quotes fields (read a quoted file '
+        "as --format csv with a column map)"
+    )
+
+
+def test_a_generic_csv_may_quote_fields_but_no_field_spans_lines(tmp_path: Path) -> None:
+    path = tmp_path / "mine.csv"
+    path.write_text('t,g,d,who\n0,1,10,"smith, j"\n5,"2",10,jones\n')
+    jobs, _ = read_csv_trace(path, "arrival=t,gpus=g,duration=d,user=who")
+    assert [jobs.user_name(j) for j in range(len(jobs))] == ["smith, j", "jones"]
+    np.testing.assert_array_equal(jobs.num_workers, [1, 2])
+
+    stray = tmp_path / "stray.csv"
+    stray.write_text('t,g,d,who\n0,1,10,smith\n5,1,10,"jones\n6,1,10,lee\n7,1,10,kim\n')
+    expected = (
+        f"{stray}:3: field '(row)': a double-quoted field runs from line 3 to line 5; "
+        "trace fields cannot span lines (an unbalanced quote?)"
+    )
+    # Skipping the row would lose the rows it swallowed, so skip_bad_rows raises too.
+    for options in (TraceOptions(), TraceOptions(skip_bad_rows=True)):
+        with pytest.raises(TraceFormatError) as caught:
+            read_csv_trace(stray, "arrival=t,gpus=g,duration=d,user=who", options)
+        assert str(caught.value) == expected
+
+
+def test_an_over_long_field_is_a_located_error(tmp_path: Path) -> None:
+    limit = csv.field_size_limit()
+    path = tmp_path / "philly.csv"
+    path.write_text(
+        f"{PHILLY_HEADER}0,600,1,600,vc1\n10,600,1,600,{'x' * (limit + 10)}\n20,6,1,6,v\n"
+    )
+    expected = (
+        f"{path}:3: field '(row)': holds a field longer than {limit} characters, the CSV "
+        "reader's limit; trace fields are short numbers and names"
+    )
+    with pytest.raises(TraceFormatError) as caught:
+        read_philly(path)
+    assert str(caught.value) == expected
+    # One line: the reader resumes after it, so it is skipped like any bad row.
+    jobs, report = read_philly(path, TraceOptions(skip_bad_rows=True))
+    assert [str(error) for error in report.errors] == [expected]
+    assert (report.rows, report.skipped, len(jobs)) == (3, 1, 2)
+
+    # A stray quote in a generic CSV that runs past the limit: never skipped.
+    stray = tmp_path / "stray.csv"
+    later = "".join(f"{i},1,10,x\n" for i in range(limit // 8))
+    stray.write_text(f't,g,d,who\n0,1,10,smith\n5,1,10,"jones\n{later}')
+    with pytest.raises(TraceFormatError) as caught:
+        read_csv_trace(stray, "arrival=t,gpus=g,duration=d", TraceOptions(skip_bad_rows=True))
+    message = str(caught.value)
+    assert message.startswith(
+        f"{stray}:3: field '(row)': a double-quoted field runs from line 3 past line "
+    )
+    assert message.endswith(f" and exceeds {limit} characters (an unbalanced quote?)")
+
+
+def test_counts_beyond_2_31_are_located_errors(tmp_path: Path) -> None:
+    """Such counts used to overflow the int64 columns with a raw OverflowError."""
+    path = tmp_path / "philly.csv"
+    path.write_text(f"{PHILLY_HEADER}0,600,1,600,vc1\n10,600,1e19,600,vc1\n20,60,2147483648,6,v\n")
+    _, report = read_philly(path, TraceOptions(skip_bad_rows=True))
+    assert [str(error) for error in report.errors] == [
+        f"{path}:3: field 'num_gpus': must be at most 2147483647 GPUs (2^31 - 1) (got '1e19')",
+        f"{path}:4: field 'num_gpus': must be at most 2147483647 GPUs (2^31 - 1) "
+        "(got '2147483648')",
+    ]
+    largest = tmp_path / "largest.csv"
+    largest.write_text(f"{PHILLY_HEADER}0,600,2147483647,600,vc1\n")
+    jobs, _ = read_philly(largest)
+    np.testing.assert_array_equal(jobs.num_workers, [2**31 - 1])
+
+    custom = tmp_path / "custom.csv"
+    custom.write_text("t,g,d,w\n0,8,10,1e19\n")
+    with pytest.raises(TraceFormatError) as caught:
+        read_csv_trace(custom, "arrival=t,gpus=g,duration=d,workers=w")
+    assert str(caught.value) == (
+        f"{custom}:2: field 'w': must be at most 2147483647 (2^31 - 1) (got '1e19')"
+    )
+
+    job_table, task_table = tmp_path / "jobs.csv", tmp_path / "tasks.csv"
+    job_table.write_text("jobA,i1,userX,Terminated,1000,1600\n")
+    task_table.write_text("jobA,worker,1e19,Terminated,1010,1590,100,1,100,T4\n")
+    with pytest.raises(TraceFormatError) as caught:
+        read_pai(job_table, task_table)
+    assert str(caught.value) == (
+        f"{task_table}:1: field 'inst_num': must be at most 2147483647 (2^31 - 1) (got '1e19')"
+    )
+
+
+def test_an_empty_duration_or_end_is_a_job_without_duration(tmp_path: Path) -> None:
+    """As PAI already did and the module doc says: dropped and counted as no_duration."""
+    philly = tmp_path / "philly.csv"
+    philly.write_text(f"{PHILLY_HEADER}0,600,1,600,vc1\n10,,2,,vc1\n20,60,1,60,vc1\n")
+    jobs, report = read_philly(philly)
+    assert (report.skipped, dict(report.filtered)) == (0, {"no_duration": 1})
+    np.testing.assert_array_equal(jobs.job_id, [0, 2])
+    assert report.summary() == (
+        f"{philly} (philly): 3 rows, 0 bad rows skipped, 1 jobs filtered out "
+        "(no_duration 1), 2 jobs kept"
+    )
+
+    helios = tmp_path / "helios.csv"
+    helios.write_text(
+        ",".join(HELIOS_COLUMNS) + "\n"
+        "a,u1,vc1,1,6,1,COMPLETED,0,0,60,60,0\n"
+        "b,u2,vc1,1,6,1,RUNNING,5,5,,,0\n"
+    )
+    jobs, report = read_helios(helios)
+    assert (report.skipped, dict(report.filtered), len(jobs)) == (0, {"no_duration": 1}, 1)
+
+    custom = tmp_path / "custom.csv"
+    custom.write_text("t,g,d\n0,1,10\n5,1, \n")
+    jobs, report = read_csv_trace(custom, "arrival=t,gpus=g,duration=d", duration_unit="min")
+    assert (dict(report.filtered), jobs.duration.tolist()) == ({"no_duration": 1}, [600.0])
+
+    span = tmp_path / "span.csv"
+    span.write_text("submit,start,end,gpus\n0,10,610,1\n5,20,,2\n7,,,1\n9,30,90,1\n")
+    jobs, report = read_csv_trace(span, "arrival=submit,start=start,end=end,gpus=gpus")
+    assert (report.skipped, dict(report.filtered)) == (0, {"no_duration": 2})
+    np.testing.assert_array_equal(jobs.job_id, [0, 3])
+    np.testing.assert_array_equal(jobs.duration, [600.0, 60.0])
