@@ -393,3 +393,29 @@ def test_a_trace_job_without_duration_is_dropped_not_refused(tmp_path: Path) -> 
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["jobs"] == 2
+
+
+@pytest.mark.parametrize(
+    ("extra", "window_s"),
+    [
+        # Uniform: 15 jobs per interval per scheduler (one on a flat cluster), the interval
+        # --interval's: 15 in each 10-minute round (all 30 in the first hour before).
+        ([], 600),
+        # The generator's own interval_s wins: 15 in each 30 minutes.
+        (["--workload-arg", "interval_s=1800"], 1800),
+    ],
+)
+def test_a_generators_rate_is_per_the_interval_given(
+    tmp_path: Path, extra: list[str], window_s: int
+) -> None:
+    jobs = tmp_path / "jobs.csv"
+    result = run(
+        *("--topology", "flat", "--servers", "4", "--gpus", "8", "--workload", "uniform"),
+        *("--jobs", "30", "--interval", "600", "--policy", "fifo+packing"),
+        *("--jobs-csv", str(jobs), *extra),
+    )
+    assert result.returncode == 0, result.stderr
+    with jobs.open() as handle:
+        arrivals = [float(row["arrival"]) for row in csv.DictReader(handle)]
+    windows = [int(arrival // window_s) for arrival in arrivals]
+    assert [windows.count(0), windows.count(1)] == [15, 15]
