@@ -19,7 +19,10 @@ unless told otherwise. The program prints one line when the server answers, then
 until SIGINT/SIGTERM, when it stops the MLflow server and then PostgreSQL (a fast
 shutdown, by its own process id) and exits 0. PostgreSQL refuses to run as root; run as
 root, the program runs it as ``--db-os-user`` (default ``postgres``), which must be able
-to enter the data folder's parents. Bad input prints one line on stderr and exits 2.
+to enter the data folder's parents. ``initdb`` and ``postgres`` come from ``--pg-bin``,
+else the folder of ``initdb`` on PATH, else ``pg_config --bindir``, else the newest
+/usr/lib/postgresql/*/bin (where Debian and Ubuntu install them, off PATH). Bad input
+prints one line on stderr and exits 2.
 
 Exposing it: keep ``--host 127.0.0.1`` and put a reverse proxy with TLS and a login in
 front of it (MLflow's server has no authentication of its own), or bind a private
@@ -32,6 +35,7 @@ import argparse
 import contextlib
 import os
 import pwd
+import re
 import secrets
 import shutil
 import signal
@@ -47,6 +51,8 @@ from typing import Any
 
 DATABASE = "mlflow"
 ROLE = "mlflow"
+#: Where Debian/Ubuntu's postgresql-NN packages install the server's programs (NN/bin).
+POSTGRES_LIB = Path("/usr/lib/postgresql")
 
 
 class SetupError(RuntimeError):
@@ -119,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--pg-bin",
         type=Path,
-        help="folder of initdb and postgres (default: the one of `initdb` on PATH)",
+        help="folder of initdb and postgres (default: that of `initdb` on PATH, else "
+        "`pg_config --bindir` if it holds initdb, else the newest /usr/lib/postgresql/*/bin)",
     )
     serve.add_argument(
         "--timeout", type=float, default=120.0, help="seconds to wait for each service to answer"
@@ -141,13 +148,61 @@ def check_arguments(args: argparse.Namespace) -> None:
         raise SetupError(f"--data-dir {args.data_dir} exists and is not a folder")
 
 
+def pg_config_bindir() -> Path | None:
+    """What ``pg_config --bindir`` says, or None without a working ``pg_config``."""
+    pg_config = shutil.which("pg_config")
+    if pg_config is None:
+        return None
+    try:
+        done = subprocess.run(
+            [pg_config, "--bindir"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    answer = done.stdout.strip()
+    return Path(answer) if done.returncode == 0 and answer else None
+
+
+def newest_versioned_bin(root: Path) -> Path | None:
+    """The ``root/<version>/bin`` holding ``initdb`` of the highest version, or None.
+
+    Versions compare as numbers (16 > 9.6); folders not named like a version are skipped."""
+    found = []
+    for initdb in root.glob("*/bin/initdb"):
+        version = initdb.parent.parent.name
+        if re.fullmatch(r"\d+(\.\d+)*", version) and initdb.is_file():
+            found.append((tuple(int(part) for part in version.split(".")), initdb.parent))
+    return max(found)[1] if found else None
+
+
+def find_postgres_binaries() -> Path:
+    """The folder of ``initdb`` when --pg-bin is not given, or a :class:`SetupError`.
+
+    Debian and Ubuntu's postgresql-NN packages put ``initdb`` and ``postgres`` in
+    /usr/lib/postgresql/NN/bin, which is not on PATH (only the client programs get links in
+    /usr/bin): after PATH, ask ``pg_config --bindir`` (Debian's names that folder of its own
+    major), then take the newest version installed there."""
+    on_path = shutil.which("initdb")
+    if on_path is not None:
+        return Path(on_path).resolve().parent
+    bindir = pg_config_bindir()
+    # libpq-dev's pg_config can belong to a newer major than the server: it must hold initdb.
+    if bindir is not None and (bindir / "initdb").is_file():
+        return bindir
+    newest = newest_versioned_bin(POSTGRES_LIB)
+    if newest is not None:
+        return newest
+    asked = f"pg_config --bindir ({bindir})" if bindir is not None else "pg_config (none)"
+    raise SetupError(
+        f"no initdb on PATH, in {asked} or in {POSTGRES_LIB}/*/bin: install PostgreSQL's "
+        "server or pass --pg-bin <folder of initdb and postgres>"
+    )
+
+
 def postgres_binaries(pg_bin: Path | None) -> Path:
     """The folder holding ``initdb`` and ``postgres``."""
     if pg_bin is None:
-        found = shutil.which("initdb")
-        if found is None:
-            raise SetupError("initdb is not on PATH: install PostgreSQL or pass --pg-bin")
-        pg_bin = Path(found).resolve().parent
+        pg_bin = find_postgres_binaries()
     for program in ("initdb", "postgres"):
         if not (pg_bin / program).is_file():
             raise SetupError(f"{pg_bin / program} does not exist: pass --pg-bin <PostgreSQL bin>")

@@ -411,6 +411,13 @@ def workload_from_args(args: argparse.Namespace, cluster: Any) -> tuple[Workload
         )
         if report.skipped:
             notes.append(f"skipped {report.skipped} malformed row(s) of {args.trace}")
+        unfinished = report.filtered.get("no_duration", 0)
+        if unfinished:
+            # Not a filter the user asked for: say so, as for skipped rows.
+            notes.append(
+                f"dropped {unfinished} job(s) of {args.trace} without a duration "
+                "(no end or duration in the trace: unfinished when it was recorded)"
+            )
     else:
         options = dict(args.workload_arg)
         generator_options = _generator_options(args.workload)

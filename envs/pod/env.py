@@ -79,6 +79,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from envs.base import EPISODE_OVER
 from envs.pod.advice import Advisor
 from envs.pod.config import CONTENTION_WEIGHT_BRANCHES, GRAPH_LEVELS, PodSchedulingConfig
 from envs.pod.credit import CREDITED_REWARDS, JobCredit
@@ -232,8 +233,11 @@ class PodSchedulingEnv(ParallelEnv):
     def step(
         self, actions: dict[str, int]
     ) -> tuple[dict, dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict]]:
-        """Resolve every agent's action (in agent order); run the simulator between rounds."""
-        assert self.sim is not None, "call reset() first"
+        """Resolve every agent's action (in agent order); run the simulator between rounds.
+        RuntimeError before :meth:`reset` or once the episode is over (no agent left):
+        stepping on would run the simulation's end again and pay its rewards twice."""
+        if self.sim is None or not self.agents:
+            raise RuntimeError(EPISODE_OVER)
         num = self.cluster.num_partitions
         rewards = np.zeros(num)
         illegal = np.zeros(num, dtype=bool)

@@ -6,7 +6,10 @@ placements instead of starting jobs). The driver then turns the plan into the ag
 actions, task by task: place the task if its planned GPU group is in the agent's
 partition, else forward the job to the scheduler of that partition; unplanned jobs wait.
 The jobs start on exactly the planned groups, so the episode's metrics equal those of
-``simulate.py run`` with the same workload, seed and interval (device level).
+``simulate.py run --no-preemption`` with the same workload, seed and interval (device
+level; the driver plans without preemption, so ``las``, ``srtf`` and ``gittins`` differ
+from ``simulate.py run``'s preemptive default; a random ordering or placement needs the
+driver's ``seed`` equal to ``--seed``).
 
 Where the planned action is masked out, the driver takes the first legal action among the
 targets planned for the job's other tasks; else, for a forward it may not make, the first

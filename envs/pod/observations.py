@@ -7,7 +7,8 @@ n/e = the largest partition's nodes/edges, P = schedulers, A = actions):
 key                     shape           content
 ======================  ==============  ====================================================
 node_features           [n, L+R+S+2N]   GPU-group (or server) nodes: c = free GPUs and cores
-                                        (fractions of the largest group/socket), with
+                                        (fractions of the largest group/socket; at server
+                                        level, of the largest server), with
                                         ``room_features`` R = 3 room columns (its server's
                                         free GPUs, room for the whole job, the job's tasks
                                         on the server; else R = 0), with
@@ -27,7 +28,8 @@ jobs_demand             [N, 2(1+L)+T]   r: workers, worker demand, PSs, PS deman
                                         run time, log(1 + intervals)
 task                    [1+Y+2(1+L)+2T] p: is-PS flag, model one-hot, the job's demands
                                         (its r row); with ``job_times`` also the rounds
-                                        it was already sent back to wait, over 4
+                                        it was already sent back to wait (at most 8
+                                        counted), over 4
 schedulers              [V, 6]          inter-scheduler nodes (P schedulers, then shared
                                         switches): free GPU and core fraction, queue and
                                         running jobs / N, mean network link load, has a task
@@ -43,8 +45,8 @@ action_mask             [A]             int8 (PettingZoo's test requires int8)
 advice                  [A]             only with ``advice``: int8 one-hot of the action
                                         the heuristic's plan gives, zeros when the mask
                                         forbids it (:mod:`envs.pod.advice`)
-partitions              [P, n, L + 2N]  only with others="full": every partition's
-                                        node_features (same padding)
+partitions              [P, n, F]       only with others="full": every partition's
+                                        node_features (F = L+R+S+2N columns, same padding)
 partitions_node_mask    [P, n]          only with others="full": int8, every partition's
                                         node_mask (a full GPU group's features are all 0,
                                         like padding's: only the mask tells them apart)

@@ -61,7 +61,7 @@ class RoomFeatures:
     def compute(
         self, round_: DecisionRound | None, free_gpus: np.ndarray, free_cores: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(targets [P, M, 2], forwards [P, P-1, 3])``, float32."""
+        """``(targets [P, M, 3], forwards [P, P-1, 3])``, float32."""
         targets = np.zeros((self.num_agents, self.max_targets, TARGET_ROOM_FEATURES), np.float32)
         forwards = np.zeros(
             (self.num_agents, max(self.num_agents - 1, 0), FORWARD_ROOM_FEATURES), np.float32

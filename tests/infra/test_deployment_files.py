@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import functools
 import importlib.util
+import inspect
 import re
 import shlex
 import sys
@@ -374,6 +375,20 @@ def test_kubernetes_mlflow_is_postgres_backed_and_cluster_internal() -> None:
     assert "psycopg2-binary>=2.9" in pyproject()["project"]["optional-dependencies"]["server"]
 
 
+def test_mlflow_pin_has_the_server_options_the_deployments_pass() -> None:
+    from packaging.specifiers import SpecifierSet
+
+    # --allowed-hosts (MLflow's security middleware) exists from MLflow 3.5.0 on; the
+    # Kubernetes server always passes it and team_mlflow.py does when told.
+    assert "--allowed-hosts" in (KUBERAY / "mlflow.yaml").read_text()
+    assert '"--allowed-hosts"' in (INFRA / "team_mlflow.py").read_text()
+    allowed = SpecifierSet(pin("mlflow"))
+    assert "3.4.99" not in allowed and "3.5.0" in allowed
+    from mlflow.cli import server
+
+    assert ["--allowed-hosts"] in [option.opts for option in server.params]
+
+
 # --- the image -----------------------------------------------------------------------------
 
 
@@ -420,14 +435,31 @@ def pip_arguments(command: str) -> list[str]:
     return [token for token in tokens[start:] if token != "--no-cache-dir"]
 
 
+def dockerfile_install() -> str:
+    """The Dockerfile's RUN that installs torch and then the project (editable)."""
+    runs = [rest for instruction, rest in dockerfile_instructions() if instruction == "RUN"]
+    [install] = [run for run in runs if " -e " in run]
+    return install
+
+
+def editable_extras(arguments: list[str]) -> list[str]:
+    """The extras of pip's ``-e .[a,b]`` argument, in order ([] for a bare ``-e .``)."""
+    target = arguments[arguments.index("-e") + 1]
+    match = re.fullmatch(r"\.(?:\[([^\]]*)\])?", target)
+    assert match is not None, target
+    return [extra.strip() for extra in (match.group(1) or "").split(",") if extra.strip()]
+
+
 def test_dockerfile_installs_the_project_as_the_makefile_does() -> None:
     makefile = (ROOT / "Makefile").read_text()
     [make_line] = [line for line in makefile.splitlines() if re.search(r"pip install .*-e ", line)]
-    runs = [rest for instruction, rest in dockerfile_instructions() if instruction == "RUN"]
-    [install] = [run for run in runs if " -e " in run]
+    install = dockerfile_install()
     project_install = install.split("&&")[-1]
-    assert pip_arguments(project_install) == pip_arguments(make_line)
-    assert pip_arguments(make_line) == ["--quiet", "--no-compile", "-e", ".[dev]"]
+    image, make = pip_arguments(project_install), pip_arguments(make_line)
+    assert make == ["--quiet", "--no-compile", "-e", ".[dev]"]
+    # The same options and target; the image adds the `server` extra (the MLflow server's).
+    assert image[:-1] == make[:-1] and image[-1].startswith(".[")
+    assert editable_extras(image) == [*editable_extras(make), "server"]
     # Byte-compiled afterwards, on every core, the same way in both.
     [make_compile] = [line for line in makefile.splitlines() if "$(PY) -m compileall" in line]
     [image_compile] = [run for run in runs if "compileall" in run]
@@ -459,6 +491,25 @@ def test_dockerfile_installs_the_project_as_the_makefile_does() -> None:
     assert not any(instruction == "USER" for instruction, _ in instructions)
 
 
+def test_image_installs_the_postgres_driver_of_the_kubernetes_mlflow_server() -> None:
+    # The server of mlflow.yaml runs from this image on postgresql+psycopg2://: the image
+    # must install the extra that declares that driver (`server`), not rely on `dev`
+    # happening to list it too.
+    [server] = [
+        doc["spec"]["template"]["spec"]["containers"][0]
+        for doc in documents(KUBERAY / "mlflow.yaml")
+        if doc["kind"] == "Deployment"
+    ]
+    [store] = [arg for arg in server["args"] if arg.startswith("--backend-store-uri=")]
+    driver = store.split("=", 1)[1].split("://")[0].split("+")[1]
+    assert driver == "psycopg2"
+    extras = editable_extras(pip_arguments(dockerfile_install().split("&&")[-1]))
+    assert "server" in extras
+    optional = pyproject()["project"]["optional-dependencies"]
+    server_requirements = [re.split(r"[<>=!~\[; ]", req)[0] for req in optional["server"]]
+    assert server_requirements == ["psycopg2-binary"]
+
+
 # --- the team MLflow as a host service ----------------------------------------------------
 
 
@@ -479,3 +530,9 @@ def test_systemd_unit_runs_the_team_mlflow_on_loopback() -> None:
     program.check_arguments(args)
     assert args.command == "serve" and args.host == "127.0.0.1"
     assert service["User"] != "root" and service["KillSignal"] == "SIGTERM"
+    # SIGTERM reaches the program alone, which stops MLflow and then PostgreSQL; the
+    # default control-group mode would signal all three at once.
+    assert service["KillMode"] == "mixed"
+    # ... and systemd waits out that ordered stop: MLflow's and PostgreSQL's grace each.
+    grace = inspect.signature(program.stop_process).parameters["timeout"].default
+    assert grace == 60 and int(service["TimeoutStopSec"]) > 2 * grace

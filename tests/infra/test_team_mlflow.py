@@ -135,6 +135,95 @@ def test_bad_arguments_fail_with_one_line(tmp_path: Path) -> None:
         assert done.stderr.count("\n") == 1
 
 
+def executable(path: Path, text: str = "#!/bin/sh\n") -> Path:
+    """A file of mode 0755 at ``path`` (its folders made)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def postgres_install(root: Path, version: str, server: bool = True) -> Path:
+    """A fake ``root/<version>/bin``: initdb and postgres for a server, psql only without."""
+    folder = root / version / "bin"
+    for program in ("initdb", "postgres", "psql") if server else ("psql",):
+        executable(folder / program)
+    return folder
+
+
+@pytest.fixture
+def no_postgres(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Path, Path]:
+    """The program with an empty PATH folder (no initdb, no pg_config) and an empty Debian
+    PostgreSQL root: (module, the PATH folder, the root)."""
+    program = team_mlflow()
+    path = tmp_path / "path"
+    path.mkdir()
+    monkeypatch.setenv("PATH", str(path))
+    lib = tmp_path / "usr-lib-postgresql"
+    lib.mkdir()
+    # raising=False: a program without the constant fails the tests' asserts, not this.
+    monkeypatch.setattr(program, "POSTGRES_LIB", lib, raising=False)
+    return program, path, lib
+
+
+def test_postgres_binaries_off_path_are_found_in_the_newest_debian_folder(
+    no_postgres: tuple[Any, Path, Path],
+) -> None:
+    program, _, lib = no_postgres
+    # Debian's postgresql-15: the server programs in /usr/lib/postgresql/15/bin, not on PATH.
+    postgres_install(lib, "9.6")
+    fifteen = postgres_install(lib, "15")
+    postgres_install(lib, "16", server=False)  # a newer client only: no initdb
+    executable(lib / "latest" / "bin" / "initdb")  # not a version: skipped
+    assert program.postgres_binaries(None) == fifteen  # 15 > 9.6 as numbers, not as text
+    sixteen = postgres_install(lib, "16")
+    assert program.postgres_binaries(None) == sixteen
+
+
+def test_postgres_binaries_ask_pg_config_before_the_debian_folders(
+    tmp_path: Path, no_postgres: tuple[Any, Path, Path]
+) -> None:
+    program, path, lib = no_postgres
+    postgres_install(lib, "15")
+    custom = postgres_install(tmp_path / "opt", "14")
+    pg_config = executable(path / "pg_config", f"#!/bin/sh\necho {custom}\n")
+    assert program.postgres_binaries(None) == custom
+    # libpq-dev's pg_config of another major than the server names a folder without
+    # initdb: the Debian folders decide.
+    executable(pg_config, f"#!/bin/sh\necho {lib / '17' / 'bin'}\n")
+    assert program.postgres_binaries(None) == lib / "15" / "bin"
+    # initdb on PATH comes first of all (its real folder, through a link).
+    (path / "initdb").symlink_to(custom / "initdb")
+    assert program.postgres_binaries(None) == custom
+    # --pg-bin overrides everything.
+    assert program.postgres_binaries(lib / "15" / "bin") == lib / "15" / "bin"
+
+
+def test_missing_postgres_binaries_fail_with_one_line_naming_where_it_looked(
+    tmp_path: Path, no_postgres: tuple[Any, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    program, path, lib = no_postgres
+    postgres_install(lib, "16", server=False)
+    with pytest.raises(program.SetupError) as error:
+        program.postgres_binaries(None)
+    assert str(error.value) == (
+        f"no initdb on PATH, in pg_config (none) or in {lib}/*/bin: install PostgreSQL's "
+        "server or pass --pg-bin <folder of initdb and postgres>"
+    )
+    executable(path / "pg_config", f"#!/bin/sh\necho {lib / '16' / 'bin'}\n")
+    with pytest.raises(program.SetupError) as error:
+        program.postgres_binaries(None)
+    assert str(error.value) == (
+        f"no initdb on PATH, in pg_config --bindir ({lib / '16' / 'bin'}) or in {lib}/*/bin: "
+        "install PostgreSQL's server or pass --pg-bin <folder of initdb and postgres>"
+    )
+    # Through the command line: exit 2 and that one line, before anything is made.
+    capsys.readouterr()
+    assert program.main(["serve", "--data-dir", str(tmp_path / "team")]) == 2
+    assert capsys.readouterr().err == f"team_mlflow.py: error: {error.value}\n"
+    assert not (tmp_path / "team").exists()
+
+
 @pytest.mark.integration
 def test_training_logs_everything_to_the_postgres_backed_server(data_root: Path) -> None:
     from mlflow.tracking import MlflowClient

@@ -392,7 +392,12 @@ def test_a_trace_job_without_duration_is_dropped_not_refused(tmp_path: Path) -> 
         *("--map", "arrival=submit,start=start,end=end,gpus=gpus"),
     )
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["jobs"] == 2
+    payload = json.loads(result.stdout)
+    assert payload["jobs"] == 2
+    assert payload["notes"] == [
+        f"dropped 1 job(s) of {trace} without a duration (no end or duration in the trace: "
+        "unfinished when it was recorded)"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -489,3 +489,20 @@ def test_observing_masks_only_mid_episode_keeps_the_episode() -> None:
     assert len(keys) > 40
     assert all("advice" in step for step in keys[:26])
     assert all(step == {"action_mask"} for step in keys[26:])
+
+
+@pytest.mark.parametrize("reward", ["jct", "contention"])
+def test_a_step_before_reset_or_after_the_end_is_refused(reward: str) -> None:
+    """Stepping after the end would run the simulation's end again and pay its rewards a
+    second time (the contention reward's last stretch, the credited JCTs)."""
+    env = PodSchedulingEnv(num_jobs=6, reward=reward, topology_params={"k": 4})
+    with pytest.raises(RuntimeError, match=r"the episode is over; call reset\(\) before step\(\)"):
+        env.step({})
+    env.reset(seed=0)
+    driver = HeuristicPodPolicy(env, "fifo+packing")
+    while env.agents:
+        env.step(driver.actions())
+    now = env.sim.now
+    with pytest.raises(RuntimeError, match=r"the episode is over; call reset\(\) before step\(\)"):
+        env.step({})
+    assert env.sim.now == now
