@@ -9,6 +9,7 @@ import copy
 import functools
 import importlib.util
 import inspect
+import itertools
 import re
 import shlex
 import sys
@@ -141,6 +142,53 @@ def test_cluster_launcher_nodes_run_the_project_image_with_token_auth() -> None:
     assert "--dashboard-host=127.0.0.1" in head and "--dashboard-port=8265" in head
     assert "--num-cpus=0" in head and "--head" in head
     assert "--address=$RAY_HEAD_IP:6379" in " ".join(config["worker_start_ray_commands"])
+    # The head's comment asks for all TCP between the nodes because Ray picks its node
+    # ports at random: nothing pins them (a pinned range would let the group be narrower).
+    starts = " ".join(config["head_start_ray_commands"] + config["worker_start_ray_commands"])
+    for option in ("--node-manager-port", "--object-manager-port", "--min-worker-port"):
+        assert option not in starts
+
+
+def readme_section(heading: str) -> str:
+    """The text of README.md's section under ``heading``, up to the next heading."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index(f"\n{heading}\n") + len(heading) + 2
+    return text[start : text.index("\n#", start)]
+
+
+def test_readme_builds_and_pushes_every_image_the_cluster_launcher_pulls() -> None:
+    config = cluster_config()
+    images = {config["docker"]["image"]} | {
+        node["docker"]["worker_image"]
+        for node in config["available_node_types"].values()
+        if "worker_image" in node.get("docker", {})
+    }
+    assert {image.rsplit(":", 1)[1] for image in images} == {"0.1.0-cpu", "0.1.0-gpu"}
+    section = readme_section("### Cloud VMs: `ray up`")
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = block.replace("\\\n", " ").splitlines()
+    commands = [shlex.split(line, comments=True) for line in lines if line.startswith("docker ")]
+    builds = {
+        command[command.index("-t") + 1]: command
+        for command in commands
+        if command[:2] == ["docker", "build"]
+    }
+    pushes = {command[2] for command in commands if command[:2] == ["docker", "push"]}
+    assert set(builds) == images and pushes == images
+    # The GPU image with the Dockerfile's own build arguments: Ray's CUDA image, CUDA torch.
+    dockerfile_args = {
+        rest.split("=", 1)[0]
+        for instruction, rest in dockerfile_instructions()
+        if instruction == "ARG"
+    }
+    [gpu] = [image for image in images if image.endswith("-gpu")]
+    build_args = [
+        value for option, value in itertools.pairwise(builds[gpu]) if option == "--build-arg"
+    ]
+    assert build_args == ["RAY_VARIANT=gpu", "TORCH_INDEX=cu128"]
+    assert {arg.split("=")[0] for arg in build_args} <= dockerfile_args
+    [cpu] = [image for image in images if image.endswith("-cpu")]
+    assert "--build-arg" not in builds[cpu]  # the Dockerfile's defaults are the CPU ones
 
 
 def repository_paths(command: str) -> list[str]:
@@ -213,6 +261,10 @@ def test_raycluster_autoscales_cpu_workers_with_an_optional_gpu_group() -> None:
     assert spec["rayVersion"] == "2.60.0" and pin("ray").startswith("==2.60.")
     assert spec["enableInTreeAutoscaling"] is True
     assert spec["authOptions"] == {"mode": "token", "secretName": "podsched-ray-token"}
+    # authOptions.secretName (a token Secret the lab makes) arrived in KubeRay 1.6.
+    header = (KUBERAY / "raycluster.yaml").read_text().splitlines()[0]
+    assert "(KubeRay operator >= 1.6, Ray 2.60)" in header
+    assert "KubeRay >= 1.6" in readme_section("### Kubernetes: KubeRay")
     assert spec["headGroupSpec"]["rayStartParams"]["num-cpus"] == "0"
     groups = {group["groupName"]: group for group in spec["workerGroupSpecs"]}
     assert groups["cpu"]["minReplicas"] == 1 and groups["cpu"]["maxReplicas"] == 8
@@ -462,6 +514,7 @@ def test_dockerfile_installs_the_project_as_the_makefile_does() -> None:
     assert editable_extras(image) == [*editable_extras(make), "server"]
     # Byte-compiled afterwards, on every core, the same way in both.
     [make_compile] = [line for line in makefile.splitlines() if "$(PY) -m compileall" in line]
+    runs = [rest for instruction, rest in dockerfile_instructions() if instruction == "RUN"]
     [image_compile] = [run for run in runs if "compileall" in run]
     # The Makefile's interpreter is $(PY), and its shell's $( is written $$(.
     make_compile = make_compile.strip().replace("$$($(PY)", "$(python").replace("$(PY)", "python")
