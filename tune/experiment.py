@@ -15,9 +15,10 @@ Sections (every key optional except where noted; unknown keys fail with their na
     sweep: {space: {algorithm.lr: {loguniform: [1.0e-5, 1.0e-3]}}, scheduler: asha}  # optional
     seeds: [0]                              # one Tune trial per training seed
 
-``--set a.b=c`` overrides any key (values parsed as YAML scalars/lists). Derived values
-are properties; validation raises ValueError naming the key and what is allowed, before
-anything starts Ray.
+``--set a.b=c`` overrides any key (values parsed as YAML scalars/lists; scientific
+notation YAML 1.1 reads as text, ``1e-4``, is a number there and in ``algorithm.extra``:
+:func:`missed_floats`). Derived values are properties; validation raises ConfigError (a
+ValueError) naming the key and what is allowed, before anything starts Ray.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -406,6 +408,15 @@ class EvaluationSection:
                     f"evaluation.baselines repeats {', '.join(repeated)}: a heuristic named "
                     "twice would play each seed twice and narrow its interval"
                 )
+        if not isinstance(self.environment, dict):
+            # Merged over environment.config only when validation or evaluation plays
+            # (after training); its keys are checked against the environment before Ray
+            # starts (tune/preflight.py), which needs a mapping to build one from.
+            raise ConfigError(
+                "evaluation.environment must be a mapping of environment.config overrides "
+                "for the held-out episodes (e.g. {num_jobs: 80}; {} for none), got "
+                f"{type(self.environment).__name__}: {self.environment!r}"
+            )
         if not isinstance(self.greedy, bool):
             raise ConfigError(f"evaluation.greedy must be true or false, got {self.greedy!r}")
         confidence = self.selection_confidence
@@ -589,6 +600,28 @@ class TrackingSection:
 
     tracking_uri: str | None = None
     experiment: str | None = None
+
+    def __post_init__(self) -> None:
+        # Checked here, before Ray: MLflow takes a non-string only to fail with a TypeError
+        # or AttributeError at its first request -- during training read as an outage, at
+        # the end after the evaluation, which was then neither logged nor kept.
+        for key, what, unset in (
+            (
+                "tracking_uri",
+                "a URI such as sqlite:///path/mlflow.db or http://host:5000",
+                "MLFLOW_TRACKING_URI, else the default sqlite store",
+            ),
+            ("experiment", "the MLflow experiment's name", "the config's name"),
+        ):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                got = f"{type(value).__name__} {value!r}"
+                number = isinstance(value, int | float) and not isinstance(value, bool)
+                quote = f"; quote it: '{value}'" if number else ""
+                raise ConfigError(
+                    f"tracking.{key} must be a non-empty string ({what}) or null ({unset}), "
+                    f"got {got}{quote}"
+                )
 
 
 #: Tune's distributions a ``sweep.space`` entry may name, and how many arguments each takes
@@ -1006,8 +1039,62 @@ def _check_policy_gradient_keys(algorithm: Any) -> None:
         )
 
 
+#: Scientific notation as YAML 1.2, Python and users write it (``1e9``, ``1e-5``,
+#: ``1.5e9``, ``.5e3``). PyYAML reads YAML 1.1, whose floats need a dot and a signed
+#: exponent (``1.0e+9``): the others stay strings, which RLlib takes as they are and fails
+#: on long after the config was accepted (``torch.clamp(x, 0, '1e9')``).
+_SCIENTIFIC = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)[eE][-+]?[0-9]+")
+
+
+def missed_floats(value: Any) -> Any:
+    """``value`` with every string PyYAML left a string but YAML 1.2 reads as a float
+    (scientific notation without YAML 1.1's dot and exponent sign, such as ``1e9``) made
+    that float, through nested mappings and lists; everything else unchanged.
+
+    Only these forms: other text stays a string, and so does one that PyYAML reads as a
+    number when unquoted (``'1.0e+9'``), which can only have been quoted on purpose.
+    """
+    if isinstance(value, str):
+        if _SCIENTIFIC.fullmatch(value) and isinstance(yaml.safe_load(value), str):
+            return float(value)
+        return value
+    if isinstance(value, dict):
+        return {key: missed_floats(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [missed_floats(item) for item in value]
+    return value
+
+
+def _algorithm_extra_floats(data: Any) -> Any:
+    """A YAML document with :func:`missed_floats` applied to ``algorithm.extra`` and to
+    the sweep's values for ``algorithm.extra.*`` keys: the settings passed to RLlib
+    unchecked, where a number left a string fails only during training. (Typed fields
+    refuse a string themselves; environment and model configs are checked by their own
+    classes before Ray starts.)"""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    algorithm = data.get("algorithm")
+    if isinstance(algorithm, dict) and isinstance(algorithm.get("extra"), dict):
+        data["algorithm"] = {**algorithm, "extra": missed_floats(algorithm["extra"])}
+    sweep = data.get("sweep")
+    if isinstance(sweep, dict) and isinstance(sweep.get("space"), dict):
+        space = {
+            key: missed_floats(spec) if str(key).startswith("algorithm.extra.") else spec
+            for key, spec in sweep["space"].items()
+        }
+        data["sweep"] = {**sweep, "space": space}
+    return data
+
+
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply ``a.b=c`` overrides (values parsed as YAML) to a nested dict copy."""
+    """Apply ``a.b=c`` overrides (values parsed as YAML) to a nested dict copy.
+
+    An unquoted scalar that Python reads as a float is that float (YAML 1.1 reads ``1e-4``,
+    without a dot, as a string; users mean the number); a quoted one (``'2024'``) stays a
+    string. Inside a mapping or list value, scientific notation PyYAML missed
+    (:func:`missed_floats`) is a float.
+    """
     result = yaml.safe_load(yaml.safe_dump(data)) or {}
     for override in overrides:
         key, separator, raw = override.partition("=")
@@ -1021,10 +1108,11 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
                 f"--set {key}: {raw!r} is not a YAML value ({problem}); quote strings, write "
                 "lists as [a, b]"
             ) from None
-        if isinstance(value, str):
-            # YAML 1.1 reads 1e-4 (no dot) as a string; users mean the number.
+        if isinstance(value, str) and not raw.lstrip().startswith(("'", '"')):
             with contextlib.suppress(ValueError):
                 value = float(value)
+        elif isinstance(value, dict | list):
+            value = missed_floats(value)
         set_dotted(result, key, value, f"--set {key}")
     return result
 
@@ -1054,7 +1142,8 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Experim
         raise ConfigError(f"config {path} is not a text file (not UTF-8)") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{path} is not valid YAML: {_yaml_problem(error)}") from None
-    return config_from_dict(apply_overrides(data or {}, overrides or []))
+    data = _algorithm_extra_floats(data or {})
+    return config_from_dict(apply_overrides(data, overrides or []))
 
 
 def _yaml_problem(error: yaml.YAMLError) -> str:

@@ -207,6 +207,39 @@ def log_run(
     return run_id
 
 
+def trial_params(experiment: ExperimentConfig, trial_config: dict[str, Any]) -> dict[str, Any]:
+    """A trial run's params: the flattened config (:meth:`ExperimentConfig.flat`) with
+    each swept key's value the one the trial trains with, read from its RLlib
+    ``trial_config`` (:func:`tune.search.swept_params`), not the config's base value --
+    which the trial never used, and which made every child run of a sweep show the same
+    ``algorithm.lr``. A swept mapping replaces the base one's keys; without a sweep the
+    flattened config is the trial's.
+
+    PBT perturbs values later; MLflow params cannot change, so they hold the values the
+    trial started with (its curve shows the rest).
+    """
+    params = experiment.flat()
+    if experiment.sweep is None:
+        return params
+    from tune.search import swept_params
+
+    for key, value in swept_params(trial_config, experiment).items():
+        # The base value (the key itself, or a swept mapping's keys) and an empty mapping
+        # above the key, which flat() keeps as a value.
+        stale = [
+            name
+            for name in params
+            if name == key or name.startswith(f"{key}.") or key.startswith(f"{name}.")
+        ]
+        for name in stale:
+            del params[name]
+        if isinstance(value, dict) and value:
+            params.update(flatten(value, prefix=f"{key}."))
+        else:
+            params[key] = value
+    return params
+
+
 def _param_value(value: Any) -> str:
     text = str(value)
     return text if len(text) <= 6000 else text[:5997] + "..."
@@ -358,7 +391,7 @@ class MLflowTrialCallback(ray_tune.Callback):
             experiment_id(self.tracking_uri, self.experiment.experiment_name), tags=tags
         )
         self.run_ids[trial_id] = run.info.run_id
-        params = self.experiment.flat()
+        params = trial_params(self.experiment, trial_config)
         params.update(
             {f"trial.{key}": value for key, value in flatten(trial.evaluated_params).items()}
         )

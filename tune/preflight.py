@@ -10,6 +10,11 @@ allowed keys is kept twice:
   first observation (its settings class refuses unknown keys; a network that does not fit
   the observations fails there); a key that the model's and the environment's configs
   share (``servers``, ``gpus_per_server``) must hold the same value in both;
+- ``evaluation.environment``: the environment validation and evaluation play (its
+  overrides over ``environment.config``) is built too, and the module trained on the
+  training environment must play it as the evaluation will (fitted to its spaces,
+  :func:`tune.evaluation.fit_to_spaces`, then acting on its first observation) -- else a
+  misspelt override failed only after training;
 - ``algorithm.extra``: every key must be a keyword of the algorithm's ``.training()``
   (PPO's and DQN's differ), and RLlib's own ``validate()`` must accept the whole config;
 - ``resources``: one trial's demand (RLlib's resource request) must fit the machine a
@@ -46,7 +51,8 @@ def check_experiment(experiment: ExperimentConfig) -> None:
     or the algorithm refuses."""
     with _quiet_rllib():
         env = build_environment(experiment)
-        check_model(experiment, env)
+        module = check_model(experiment, env)
+        check_evaluation_environment(experiment, module)
         check_algorithm(experiment)
 
 
@@ -59,6 +65,25 @@ def build_environment(experiment: ExperimentConfig) -> Any:
         return make_env(section.name, **section.config)
     except (TypeError, ValueError, KeyError) as error:
         raise ConfigError(f"environment.config ({section.name}): {_text(error)}") from None
+
+
+def build_evaluation_environment(experiment: ExperimentConfig) -> Any | None:
+    """The environment validation and evaluation play: ``environment.config`` with
+    ``evaluation.environment``'s overrides on top (merged as :mod:`tune.selection` and
+    ``tune.evaluation.comparison.evaluation_env_config`` merge them); None without
+    overrides (they play the training environment). ConfigError when it is refused."""
+    from envs import make_env
+
+    section, overrides = experiment.environment, experiment.evaluation.environment
+    if not overrides:
+        return None
+    try:
+        return make_env(section.name, **{**section.config, **overrides})
+    except (TypeError, ValueError, KeyError) as error:
+        raise ConfigError(
+            f"evaluation.environment {overrides!r} (over environment.config, "
+            f"{section.name}): {_text(error)}"
+        ) from None
 
 
 def _environment_settings(env: Any) -> Any:
@@ -79,25 +104,14 @@ def _spaces_and_observation(experiment: ExperimentConfig, env: Any) -> tuple[Any
     return env.observation_space, env.action_space, observation
 
 
-def check_model(experiment: ExperimentConfig, env: Any) -> None:
+def check_model(experiment: ExperimentConfig, env: Any) -> Any:
     """The model's settings are its own and agree with the environment's; it builds on
-    the environment's spaces and acts on an observation (ConfigError otherwise)."""
-    import numpy as np
-    import torch
-    import tree
-    from ray.rllib.core.columns import Columns
-
+    the environment's spaces and acts on an observation (ConfigError otherwise). Returns
+    the module built, as training would start it."""
     from models.registry import module_class
 
     model, env_name = experiment.model, experiment.environment.name
-    settings = _environment_settings(env)
-    if settings is not None:
-        for key, value in model.config.items():
-            if hasattr(settings, key) and getattr(settings, key) != value:
-                raise ConfigError(
-                    f"model.config.{key}={value!r} does not fit the environment: {env_name} "
-                    f"has {key}={getattr(settings, key)!r}; set the same value in both"
-                )
+    _check_shared_settings(experiment, env, "the environment", "set the same value in both")
     observation_space, action_space, observation = _spaces_and_observation(experiment, env)
     try:
         # Built directly, not through RLModuleSpec.build(), which answers any
@@ -115,16 +129,83 @@ def check_model(experiment: ExperimentConfig, env: Any) -> None:
             f"model.name={model.name!r} does not fit environment {env_name}: building it on "
             f"the environment's spaces failed ({type(error).__name__}: {_text(error)})"
         ) from None
+    failure = _act(module, observation)
+    if failure:
+        raise ConfigError(
+            f"model.name={model.name!r} with model.config {model.config} does not fit "
+            f"environment {env_name}: acting on its first observation failed ({failure})"
+        )
+    return module
+
+
+def check_evaluation_environment(experiment: ExperimentConfig, module: Any) -> None:
+    """With ``evaluation.environment`` overrides, the environment they make is built
+    (:func:`build_evaluation_environment`) and ``module`` -- the model as
+    :func:`check_model` built it on the training environment -- plays it as validation and
+    evaluation will: its settings shared with the environment agree, a multi-agent
+    module is fitted to its spaces (:func:`tune.evaluation.fit_to_spaces`: a network whose
+    weights depend on them cannot be), and it acts on its first observation. ConfigError,
+    naming ``evaluation.environment``, otherwise: each failed only after training."""
+    from envs.registry import MULTI_AGENT_ENVIRONMENTS
+
+    env = build_evaluation_environment(experiment)
+    if env is None:
+        return
+    where = f"evaluation.environment {experiment.evaluation.environment!r}"
+    try:
+        _check_shared_settings(
+            experiment,
+            env,
+            "the evaluation environment",
+            "the network is trained for model.config: evaluate with the same value",
+        )
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error}") from None
+    observation_space, action_space, observation = _spaces_and_observation(experiment, env)
+    if experiment.environment.name in MULTI_AGENT_ENVIRONMENTS:
+        from tune.evaluation.multi_agent import fit_to_spaces
+
+        try:
+            module = fit_to_spaces(module, observation_space, action_space)
+        except ValueError as error:
+            raise ConfigError(f"{where}: {_text(error)}") from None
+    failure = _act(module, observation)
+    if failure:
+        raise ConfigError(
+            f"{where}: model.name={experiment.model.name!r} trained on environment.config "
+            f"cannot play the evaluation environment: acting on its first observation "
+            f"failed ({failure})"
+        )
+
+
+def _check_shared_settings(experiment: ExperimentConfig, env: Any, which: str, fix: str) -> None:
+    """ConfigError when a ``model.config`` key the environment's settings also have holds
+    another value there (``which`` names the environment, ``fix`` says what to do)."""
+    settings = _environment_settings(env)
+    if settings is None:
+        return
+    for key, value in experiment.model.config.items():
+        if hasattr(settings, key) and getattr(settings, key) != value:
+            raise ConfigError(
+                f"model.config.{key}={value!r} does not fit {which}: "
+                f"{experiment.environment.name} has {key}={getattr(settings, key)!r}; {fix}"
+            )
+
+
+def _act(module: Any, observation: Any) -> str | None:
+    """``module`` acts on one ``observation``: None, or what failed (one line)."""
+    import numpy as np
+    import torch
+    import tree
+    from ray.rllib.core.columns import Columns
+
     batch = tree.map_structure(lambda value: torch.as_tensor(np.asarray(value)[None]), observation)
     try:
         with torch.no_grad():
             module.forward_inference({Columns.OBS: batch})
     except Exception as error:
-        raise ConfigError(
-            f"model.name={model.name!r} with model.config {model.config} does not fit "
-            f"environment {env_name}: acting on its first observation failed "
-            f"({type(error).__name__}: {_text(error)})"
-        ) from None
+        return f"{type(error).__name__}: {_text(error)}"
+    return None
 
 
 def training_keys(config_class: type) -> list[str]:

@@ -179,3 +179,116 @@ def test_round_trip_through_yaml(tmp_path: Path) -> None:
     path = tmp_path / "again.yaml"
     path.write_text(yaml.safe_dump(experiment.to_dict()))
     assert load_config(path) == experiment
+
+
+@pytest.mark.parametrize(
+    ("environment", "got"),
+    [(["num_jobs"], "list: ['num_jobs']"), (None, "NoneType: None"), ("num_jobs=80", "str")],
+)
+def test_evaluation_environment_must_be_a_mapping(environment: Any, got: str) -> None:
+    """It is merged over environment.config only when validation and evaluation play,
+    after training: a list passed every check and failed there."""
+    with pytest.raises(ConfigError) as refused:
+        config_from_dict({"evaluation": {"environment": environment}})
+    assert str(refused.value).startswith(
+        "evaluation.environment must be a mapping of environment.config overrides for the "
+        f"held-out episodes (e.g. {{num_jobs: 80}}; {{}} for none), got {got}"
+    )
+
+
+URI_ALLOWED = (
+    "a URI such as sqlite:///path/mlflow.db or http://host:5000) or null "
+    "(MLFLOW_TRACKING_URI, else the default sqlite store)"
+)
+NAME_ALLOWED = "the MLflow experiment's name) or null (the config's name)"
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "tracking.experiment=2024",
+            f"tracking.experiment must be a non-empty string ({NAME_ALLOWED}, got int 2024; "
+            "quote it: '2024'",
+        ),
+        (
+            "tracking.experiment=[a, b]",
+            f"tracking.experiment must be a non-empty string ({NAME_ALLOWED}, got list ['a', 'b']",
+        ),
+        (
+            "tracking.experiment=' '",
+            f"tracking.experiment must be a non-empty string ({NAME_ALLOWED}, got str ' '",
+        ),
+        (
+            "tracking.tracking_uri=[a]",
+            f"tracking.tracking_uri must be a non-empty string ({URI_ALLOWED}, got list ['a']",
+        ),
+        (
+            "tracking.tracking_uri={sqlite: x}",
+            f"tracking.tracking_uri must be a non-empty string ({URI_ALLOWED}, got dict "
+            "{'sqlite': 'x'}",
+        ),
+    ],
+)
+def test_tracking_settings_must_be_strings(override: str, message: str) -> None:
+    """MLflow took them only to fail at its first request: during training with a
+    TypeError read as an outage, after it with the evaluation neither logged nor kept."""
+    with pytest.raises(ConfigError) as refused:
+        load_config(TINY, [override])
+    assert str(refused.value) == message
+
+
+def test_a_quoted_set_value_stays_a_string() -> None:
+    """What the refusal above says to do: a quoted number is a name, not a float."""
+    experiment = load_config(TINY, ["tracking.experiment='2024'", 'name="1e3"'])
+    assert experiment.experiment_name == "2024"
+    assert experiment.name == "1e3"
+    # Unquoted, a scalar Python reads as a float is one (YAML 1.1 misses 1e-4).
+    assert load_config(TINY, ["algorithm.lr=1e-4"]).algorithm.lr == 1e-4
+
+
+def test_scientific_notation_pyyaml_misses_is_a_number_in_set_mappings() -> None:
+    """YAML 1.1 (PyYAML) reads 1e9 -- no dot, no exponent sign -- as a string; RLlib took
+    vf_clip_param '1e9' and failed in training (torch.clamp(x, 0, '1e9'))."""
+    experiment = load_config(
+        TINY,
+        [
+            "algorithm.extra={vf_clip_param: 1e9, vf_loss_coeff: 0.01, kl_target: '1.0e+9'}",
+            "evaluation.environment={workload_params: {rate: 2e0}}",
+            "environment.config.workload_params={rate: [1.5E1, 1e-1, x1e9]}",
+        ],
+    )
+    # A string PyYAML itself would read as a number was quoted on purpose: it stays one.
+    assert experiment.algorithm.extra == {
+        "vf_clip_param": 1e9,
+        "vf_loss_coeff": 0.01,
+        "kl_target": "1.0e+9",
+    }
+    assert experiment.evaluation.environment == {"workload_params": {"rate": 2.0}}
+    assert experiment.environment.config["workload_params"] == {"rate": [15.0, 0.1, "x1e9"]}
+
+
+def test_scientific_notation_in_a_yaml_files_algorithm_extra_is_a_number(tmp_path: Path) -> None:
+    """algorithm.extra goes to RLlib unchecked, its sweep values too: there a 1e9 left a
+    string failed only in training. Elsewhere the fields' own checks refuse a string."""
+    path = tmp_path / "extra.yaml"
+    path.write_text(
+        "name: extra\n"
+        "algorithm:\n"
+        "  extra: {vf_clip_param: 1e9, grad_clip: .5e2, lr_schedule: [[0, 1e-3]], kl_target: 1.5}\n"
+        "sweep:\n"
+        "  space:\n"
+        "    algorithm.extra.vf_loss_coeff: {choice: [1e-2, 1.0e-1]}\n"
+        "environment:\n"
+        "  config: {trace: 1e5}\n"
+    )
+    experiment = load_config(path)
+    assert experiment.algorithm.extra == {
+        "vf_clip_param": 1e9,
+        "grad_clip": 50.0,
+        "lr_schedule": [[0, 1e-3]],
+        "kl_target": 1.5,
+    }
+    assert experiment.sweep is not None
+    assert experiment.sweep.space["algorithm.extra.vf_loss_coeff"] == {"choice": [0.01, 0.1]}
+    assert experiment.environment.config == {"trace": "1e5"}  # not under algorithm.extra

@@ -1,13 +1,16 @@
 """Which RLlib result numbers become MLflow training curves, run names, resumed runs, and
-which tracking URIs the programs accept."""
+which tracking URIs the programs accept, and the params a sweep's trial runs log."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tune.mlflow_tracking import curated_metrics
+
+TINY = Path(__file__).resolve().parents[2] / "tests" / "data" / "configs" / "tiny.yaml"
 
 
 def test_curated_metrics_keep_ppo_and_dqn_learner_statistics() -> None:
@@ -176,3 +179,48 @@ def test_mlflow_itself_refuses_the_file_store(monkeypatch, tmp_path) -> None:
     monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
     with pytest.raises(MlflowException, match="maintenance mode"):
         MlflowClient(tracking_uri=f"file://{tmp_path / 'mlruns'}").create_experiment("refused")
+
+
+def test_a_sweep_trials_run_logs_the_values_it_trains_with(sqlite_uri: str) -> None:
+    """Each swept key's param holds the trial's own value, as Tune resolved it from the
+    sweep's space -- not the config's base value, which every child run of a sweep showed
+    (algorithm.lr the same in all, the used value only under trial.lr)."""
+    from mlflow.tracking import MlflowClient
+    from ray.tune.experiment import Trial
+    from ray.tune.search.variant_generator import generate_variants
+
+    from tune.experiment import config_from_dict, load_config
+    from tune.mlflow_tracking import MLflowTrialCallback
+    from tune.search import param_space
+
+    space = {
+        "algorithm.lr": {"choice": [2.5e-5]},
+        "algorithm.lambda_": {"choice": [0.9]},  # RLlib's "lambda"
+        "model.config.hidden": {"choice": [16]},
+        # A mapping: its keys replace the base one's (rate 2.0).
+        "environment.config.workload_params": {"choice": [{"rate": 3.0}]},
+    }
+    experiment = config_from_dict(
+        {**load_config(TINY).to_dict(), "sweep": {"space": space, "scheduler": "fifo"}}
+    )
+    # What Tune's random search does with the param space (BasicVariantGenerator).
+    resolved, config = next(generate_variants(param_space(experiment).to_dict()))
+    evaluated = {"/".join(map(str, path)): value for path, value in resolved.items()}
+    trial = Trial(
+        "PPO", stub=True, trial_id="sw33p_00000", config=config, evaluated_params=evaluated
+    )
+    callback = MLflowTrialCallback(sqlite_uri, experiment)
+    start(callback, trial, [trial])
+    params = MlflowClient(sqlite_uri).get_run(callback.run_ids[trial.trial_id]).data.params
+    assert {
+        key: params.get(key) for key in (*space, "environment.config.workload_params.rate")
+    } == {
+        "algorithm.lr": "2.5e-05",
+        "algorithm.lambda_": "0.9",
+        "model.config.hidden": "16",
+        "environment.config.workload_params": None,  # logged by its keys, as flat() does
+        "environment.config.workload_params.rate": "3.0",
+    }
+    assert (params["trial.lr"], params["trial.lambda"]) == ("2.5e-05", "0.9")
+    assert params["algorithm.train_batch_size"] == "200"  # not swept: the config's value
+    assert params["trial.seed"] == str(config["seed"])

@@ -176,3 +176,39 @@ def test_helpers_beyond_a_remote_runners_cpus_are_warned_of(
 ) -> None:
     experiment = load_config(TINY, ["resources.num_envs_per_env_runner=4", *overrides])
     assert resource_warnings(experiment) == expected
+
+
+def test_a_misspelt_evaluation_environment_key_is_refused_before_training() -> None:
+    """It was merged over environment.config only when validation and evaluation played:
+    train.py trained in full, then failed."""
+    assert refused(TINY, "evaluation.environment={num_job: 80}") == (
+        "evaluation.environment {'num_job': 80} (over environment.config, pod_scheduling_v0): "
+        f"unknown pod_scheduling_v0 option(s) num_job; allowed: {POD_OPTIONS}"
+    )
+    assert refused(TINY, "evaluation.environment={topology_params: {k: 5}}") == (
+        "evaluation.environment {'topology_params': {'k': 5}} (over environment.config, "
+        "pod_scheduling_v0): fat-tree k must be an even integer >= 2, got 5"
+    )
+
+
+def test_the_trained_model_must_play_the_evaluation_environment() -> None:
+    # The SCED2 network is built for model.config's 15 servers.
+    assert refused(SCED2, "evaluation.environment={servers: 10}") == (
+        "evaluation.environment {'servers': 10}: model.config.servers=15 does not fit the "
+        "evaluation environment: podsched/SCED2-v0 has servers=10; the network is trained "
+        "for model.config: evaluate with the same value"
+    )
+    # The MLP's weights depend on the fabric's size, the GNN's do not (fit_to_spaces).
+    message = refused(
+        TINY,
+        "model.name=pod_mlp",
+        "model.config={}",
+        "evaluation.environment={topology_params: {k: 6}}",
+    )
+    assert message.startswith(
+        "evaluation.environment {'topology_params': {'k': 6}}: the learned PodMLPModule cannot "
+        "play this environment: its weights depend on the spaces it was trained on (Error(s) "
+        "in loading state_dict for PodMLPModule: size mismatch for "
+    )
+    check_experiment(load_config(TINY, ["evaluation.environment={topology_params: {k: 6}}"]))
+    check_experiment(load_config(SCED2, ["evaluation.environment={num_jobs: 30}"]))
