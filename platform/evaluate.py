@@ -86,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             overrides.append(f"evaluation.baselines=[{', '.join(names)}]")
     if args.seeds is not None:
-        overrides.append(f"evaluation.seeds=[{args.seeds}]")
+        # Validation seeds choose among training checkpoints; an evaluation of one policy
+        # never reads them, so they need not stay apart from the seeds asked for here.
+        overrides += [f"evaluation.seeds=[{args.seeds}]", "evaluation.validation_seeds=[]"]
     with tempfile.TemporaryDirectory(prefix="podsched-policy-") as workdir:
         return evaluate(args, overrides, Path(workdir))
 

@@ -197,6 +197,7 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 def command_describe(args: argparse.Namespace) -> int:
     """``describe``: counts of a cluster as a table or JSON, optionally a drawing."""
+    _check_output_path("--draw", args.draw)
     cluster = cluster_from_args(args)
     summary = describe_cluster(cluster)
     if args.draw is not None:
@@ -310,6 +311,37 @@ def check_workload_options(args: argparse.Namespace) -> None:
         raise UsageError(
             "--workload-arg applies to a generated workload, not to --trace (whose options "
             "are --vc, --start, --end, --arrival-scale, --catalog, ...)"
+        )
+    elif args.format != "csv" and args.duration_unit != TRACE_ONLY_DEFAULTS["duration_unit"]:
+        # Only a generic CSV's durations need a unit; the other formats fix theirs.
+        raise UsageError(
+            f"--duration-unit applies to --format csv; --format {args.format} traces give "
+            "their durations in their own unit"
+        )
+
+
+#: The contention model's options on ``run`` with their defaults: ``--perf ideal`` switches
+#: that model off, so a value other than the default would be ignored.
+CONTENTION_ONLY_DEFAULTS: dict[str, Any] = {
+    "max_contention": DEFAULT_MAX_CONTENTION,
+    "interference_coefficients": "default",
+    "link_sharing": "equal",
+}
+
+
+def check_perf_options(args: argparse.Namespace) -> None:
+    """Refuse contention-model options under ``--perf ideal``, which ignores them."""
+    if args.perf != "ideal":
+        return
+    given = [
+        "--" + name.replace("_", "-")
+        for name, default in CONTENTION_ONLY_DEFAULTS.items()
+        if getattr(args, name, default) != default
+    ]
+    if given:
+        raise UsageError(
+            f"contention-model options with --perf ideal: {', '.join(given)}; the ideal "
+            "model has no interference or link sharing (drop them, or use --perf contention)"
         )
 
 
@@ -496,6 +528,7 @@ def command_run(args: argparse.Namespace) -> int:
         )
     if not args.min_run >= 0:
         raise UsageError(f"--min-run must be >= 0 seconds, got {args.min_run}")
+    check_perf_options(args)
     named: dict[Path, str] = {}  # each output file, by the option that names it first
     for option, path in (("--plot", args.plot), ("--csv", args.csv), ("--jobs-csv", args.jobs_csv)):
         _check_output_path(option, path)
@@ -613,13 +646,14 @@ def _check_output_path(option: str, path: Path | None) -> None:
         raise UsageError(f"{option} {path}: folder {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise UsageError(f"{option} {path}: not writable (permission denied)")
-    if option == "--plot":
+    if option in ("--plot", "--draw"):
+        # matplotlib would add ".png" to a name without an extension and write elsewhere.
         formats = _plot_formats()
         suffix = path.suffix.lstrip(".").lower()
         if suffix not in formats:
             given = f".{suffix} files" if suffix else "a name without an extension"
             raise UsageError(
-                f"--plot {path}: matplotlib cannot write {given}; end the name in one of "
+                f"{option} {path}: matplotlib cannot write {given}; end the name in one of "
                 f".{', .'.join(formats)}"
             )
 

@@ -92,3 +92,21 @@ def test_a_logged_evaluation_exits_0_with_a_run_per_row(
     logged = client.get_experiment_by_name(experiment.experiment_name)
     runs = client.search_runs([logged.experiment_id])
     assert sorted(run.data.tags["policy"] for run in runs) == ["fifo+packing", "sjf+packing"]
+
+
+def test_seeds_that_a_config_keeps_for_validation_can_be_evaluated(
+    program: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The docstring's and README's commands evaluate on seeds 2000-2004, the shipped
+    configs' validation seeds: they choose among training checkpoints, which an evaluation
+    of one policy never does, so they do not stand in the way."""
+    config = ROOT / "tune" / "configs" / "demo.yaml"
+    status = program.main(
+        [
+            *("--config", str(config), "--baselines", "fifo+packing", "--seeds", "2000,2001"),
+            *("--set", "environment.config.num_jobs=6", "--json"),
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert json.loads(out)["summary"]["seeds"] == [2000, 2001]

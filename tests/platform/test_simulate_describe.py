@@ -91,6 +91,20 @@ def test_describe_draws_a_png(tmp_path: Path) -> None:
     assert refused.returncode == 2 and "too many to draw" in refused.stderr
 
 
+@pytest.mark.parametrize("name", ["cluster", "outdir"])
+def test_a_drawing_name_matplotlib_would_change_is_one_line(tmp_path: Path, name: str) -> None:
+    """matplotlib writes "cluster" as cluster.png (and a folder "outdir" as outdir.png)
+    while the output said "cluster": refused like run --plot, before anything is built."""
+    (tmp_path / "outdir").mkdir()
+    target = tmp_path / name
+    result = run("describe", "--topology", "flat", "--servers", "4", "--draw", str(target))
+    assert result.returncode == 2 and result.stdout == ""
+    problem = "is a folder; give a file name" if name == "outdir" else "a name without"
+    assert result.stderr.count("\n") == 1 and f"--draw {target}: " in result.stderr
+    assert problem in result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["outdir"]
+
+
 def test_help_explains_every_option() -> None:
     result = run("describe", "--help")
     assert result.returncode == 0

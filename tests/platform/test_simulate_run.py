@@ -424,3 +424,40 @@ def test_a_generators_rate_is_per_the_interval_given(
         arrivals = [float(row["arrival"]) for row in csv.DictReader(handle)]
     windows = [int(arrival // window_s) for arrival in arrivals]
     assert [windows.count(0), windows.count(1)] == [15, 15]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--perf", "ideal", "--max-contention", "2", "--link-sharing", "traffic"],
+            "simulate.py: error: contention-model options with --perf ideal: --max-contention, "
+            "--link-sharing; the ideal model has no interference or link sharing (drop them, "
+            "or use --perf contention)",
+        ),
+        (
+            ["--perf", "ideal", "--interference-coefficients", "paper001-fit"],
+            "simulate.py: error: contention-model options with --perf ideal: "
+            "--interference-coefficients; the ideal model has no interference or link sharing "
+            "(drop them, or use --perf contention)",
+        ),
+    ],
+)
+def test_options_the_ideal_model_would_ignore_are_one_line(extra: list[str], message: str) -> None:
+    result = run(
+        *("--topology", "flat", "--servers", "2", "--gpus", "8", "--policy", "fifo+packing"),
+        *("--jobs", "5", *extra),
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", message + "\n")
+
+
+def test_a_duration_unit_for_a_trace_format_that_fixes_its_own_is_one_line() -> None:
+    result = run(
+        *("--topology", "flat", "--servers", "4", "--policy", "fifo+packing"),
+        *("--trace", str(TRACES / "philly_sample_200.csv"), "--jobs", "5", "--duration-unit", "h"),
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "simulate.py: error: --duration-unit applies to --format csv; --format philly traces "
+        "give their durations in their own unit\n"
+    )
