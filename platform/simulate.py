@@ -293,15 +293,20 @@ TRACE_ONLY_DEFAULTS: dict[str, Any] = {
 }
 
 
+def options_given(args: argparse.Namespace, defaults: dict[str, Any]) -> list[str]:
+    """The ``--options`` of ``defaults`` (by destination) set to something else."""
+    return [
+        "--" + name.replace("_", "-")
+        for name, default in defaults.items()
+        if getattr(args, name, default) != default
+    ]
+
+
 def check_workload_options(args: argparse.Namespace) -> None:
     """Refuse options the chosen kind of workload would ignore (a trace's without
     ``--trace``, a generator's with it)."""
     if args.trace is None:
-        given = [
-            "--" + name.replace("_", "-")
-            for name, default in TRACE_ONLY_DEFAULTS.items()
-            if getattr(args, name, default) != default
-        ]
+        given = options_given(args, TRACE_ONLY_DEFAULTS)
         if given:
             raise UsageError(
                 f"trace options without --trace: {', '.join(given)}; a generated workload "
@@ -333,11 +338,7 @@ def check_perf_options(args: argparse.Namespace) -> None:
     """Refuse contention-model options under ``--perf ideal``, which ignores them."""
     if args.perf != "ideal":
         return
-    given = [
-        "--" + name.replace("_", "-")
-        for name, default in CONTENTION_ONLY_DEFAULTS.items()
-        if getattr(args, name, default) != default
-    ]
+    given = options_given(args, CONTENTION_ONLY_DEFAULTS)
     if given:
         raise UsageError(
             f"contention-model options with --perf ideal: {', '.join(given)}; the ideal "
