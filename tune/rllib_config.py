@@ -65,6 +65,21 @@ def algorithm_class(name: str) -> type:
     return default_config(name).algo_class
 
 
+def with_job_credit(config: Any) -> Any:
+    """``config`` sampling as ``credit: job`` needs: whole episodes, whose rewards
+    :func:`tune.credit.credit_rewards_on_episode_end` replaces by the credited ones.
+
+    The credited rewards arrive at an episode's end and reach back to its start, so a
+    batch must hold whole episodes. A sweep whose ``environment.config.credit`` can draw
+    ``job`` sets this for every trial (:func:`tune.search.param_space`): the callback
+    leaves an episode without credited rewards (``credit: round``) as it is.
+    """
+    from tune.credit import credit_rewards_on_episode_end
+
+    config = config.env_runners(batch_mode="complete_episodes")
+    return config.callbacks(on_episode_end=credit_rewards_on_episode_end)
+
+
 def algorithm_config(
     experiment: ExperimentConfig, seed: int | None = None, warm_start_path: str | None = None
 ) -> Any:
@@ -107,11 +122,7 @@ def algorithm_config(
         # over them per agent.
         config = config.environment(normalize_actions=False)
     if experiment.environment.config.get("credit") == "job":
-        from tune.credit import credit_rewards_on_episode_end
-
-        # The credited rewards arrive at an episode's end and reach back to its start.
-        config = config.env_runners(batch_mode="complete_episodes")
-        config = config.callbacks(on_episode_end=credit_rewards_on_episode_end)
+        config = with_job_credit(config)
     config = config.learners(
         num_learners=resources.num_learners,
         num_gpus_per_learner=resources.num_gpus_per_learner,

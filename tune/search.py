@@ -4,19 +4,26 @@ scheduler and search algorithm, run as one MLflow parent run with a child run pe
 The search space is the config's (:class:`tune.experiment.SweepSection`): dotted keys under
 ``algorithm.``, ``model.config.`` and ``environment.config.`` with one distribution each.
 :func:`check_sweep` validates every key before Ray starts by building the experiment at
-the edges of its distribution (each choice, both ends of a range) with the same checks as
-``train.py`` (:mod:`tune.preflight`), so a key the algorithm, the model or the environment
-does not take -- PPO's ``entropy_coeff`` under DQN -- fails before anything runs.
-:func:`param_space` puts the distributions into the experiment's RLlib AlgorithmConfig,
-:func:`tune_config` adds the metric, mode, ASHA or PBT and random or Optuna search, and
-:func:`run_sweep` runs it (or resumes it) and reports each trial and the best one;
-``tune/sweep.py`` is the command line.
+the edges of its distribution (each choice, both ends of a range, as the type Tune draws)
+with the same checks as ``train.py`` (:mod:`tune.preflight`), then at combinations of the
+keys' edges (:func:`probe_rows`), so a key the algorithm, the model or the environment
+does not take -- PPO's ``entropy_coeff`` under DQN -- or two values no trial can have
+together fail before anything runs. :func:`param_space` puts the distributions into the
+experiment's RLlib AlgorithmConfig, :func:`tune_config` adds the metric, mode, ASHA or PBT
+(whose perturbations stay inside each range, :class:`KeepInRange`) and random or Optuna
+search, and :func:`run_sweep` runs it (or resumes it) and reports each trial and the best
+one; ``tune/sweep.py`` is the command line.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import json
+import math
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +35,18 @@ from tune.experiment import (
     quantized_ints,
     set_dotted,
 )
+from tune.mlflow_retry import Deadline
 from tune.selection import checkpoint_by_score, result_value
 
 #: AlgorithmSection fields under the names RLlib's config dict uses.
 RLLIB_NAMES = {"lambda_": "lambda"}
+#: Distributions Tune draws floats from, whatever the type of their bounds.
+FLOAT_DISTRIBUTIONS = ("uniform", "loguniform", "quniform")
+#: Combinations of the keys' probe values :func:`check_sweep` builds at most; a larger
+#: product is covered pairwise. Each build costs 0.05-0.7 s (the environment and the model
+#: are built and act; 0.15 s on the demo, 0.6 s on vl2), so 64 keep the check under a
+#: minute on the largest shipped environments.
+MAX_COMBINATIONS = 64
 
 
 def sweep_of(experiment: ExperimentConfig) -> SweepSection:
@@ -57,8 +72,11 @@ def domain(spec: dict[str, Any]) -> Any:
 
 
 def probe_values(spec: dict[str, Any]) -> list[Any]:
-    """The values :func:`check_sweep` builds the experiment with: every listed value, or
-    the two ends of a range (the largest integer a ``randint`` draws)."""
+    """The values :func:`check_sweep` builds the experiment with: every listed value; the
+    smallest and largest integer a ``randint`` or ``qrandint`` draws; a float range's two
+    ends as the floats Tune draws (``uniform: [2, 8]`` draws 2.0 to 8.0, never the integer
+    2) and, when both ends are whole numbers, a fractional value Tune can draw between them
+    (:func:`_fractional_inside`): a setting that takes integers only refuses it."""
     ((name, args),) = spec.items()
     if name in ("choice", "grid"):
         return list(args)
@@ -67,30 +85,217 @@ def probe_values(spec: dict[str, Any]) -> list[Any]:
     if name == "qrandint":
         drawn = quantized_ints(*args)
         return [drawn[0], drawn[-1]]
-    return [args[0], args[1]]
+    low, high = float(args[0]), float(args[1])
+    inside = _fractional_inside(name, args) if low.is_integer() and high.is_integer() else None
+    return [low, high] if inside is None else [low, inside, high]
+
+
+def _fractional_inside(name: str, args: list[float]) -> float | None:
+    """A value strictly between the whole-number bounds of a float distribution that is
+    not a whole number and that the distribution draws; None when it draws whole numbers
+    only (``quniform`` with a whole step)."""
+    low, high = float(args[0]), float(args[1])
+    if name == "quniform":
+        step = float(args[2])
+        # The bounds are multiples of the step: low + step is drawn, and fractional.
+        return None if step.is_integer() else round((low + step) / step) * step
+    middle = math.sqrt(low * high) if name == "loguniform" else (low + high) / 2
+    if not middle.is_integer():
+        return middle
+    # Less than half-way to the top: inside, and not a whole number either.
+    return middle + min(0.5, (high - middle) / 2)
+
+
+def probe_rows(space: dict[str, dict[str, Any]], limit: int = MAX_COMBINATIONS) -> list[dict]:
+    """Combinations of the keys' probe values (:func:`probe_values`), each a dict of every
+    key of ``space``: all of them when there are at most ``limit``, else a pairwise set --
+    every two values of every two keys together in some row (:func:`pairwise_rows`)."""
+    keys = list(space)
+    values = [probe_values(space[key]) for key in keys]
+    if math.prod(len(each) for each in values) <= limit:
+        rows: list[tuple[Any, ...]] = list(itertools.product(*values))
+    else:
+        rows = [
+            tuple(values[position][index] for position, index in enumerate(row))
+            for row in pairwise_rows([len(each) for each in values])
+        ]
+    return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def pairwise_rows(sizes: list[int]) -> list[list[int]]:
+    """Rows of value indexes (``sizes[k]`` values for key ``k``) in which every pair of
+    values of every two keys appears at least once, built greedily: each row starts from
+    the first pair not yet covered and gives each other key the value that covers most
+    new pairs. Deterministic; a row per value pair at worst, far fewer as a rule."""
+    uncovered = {
+        (first, a, second, b)
+        for first, second in itertools.combinations(range(len(sizes)), 2)
+        for a in range(sizes[first])
+        for b in range(sizes[second])
+    }
+    rows: list[list[int]] = []
+    while uncovered:
+        first, a, second, b = min(uncovered)
+        chosen = {first: a, second: b}
+        for key in range(len(sizes)):
+            if key not in chosen:
+                gains = [
+                    sum(_pair(key, value, *other) in uncovered for other in chosen.items())
+                    for value in range(sizes[key])
+                ]
+                chosen[key] = gains.index(max(gains))
+        row = [chosen[key] for key in range(len(sizes))]
+        uncovered -= {
+            (first, row[first], second, row[second])
+            for first, second in itertools.combinations(range(len(sizes)), 2)
+        }
+        rows.append(row)
+    return rows
+
+
+def _pair(key: int, value: int, other: int, index: int) -> tuple[int, int, int, int]:
+    """Value ``value`` of key ``key`` with value ``index`` of key ``other``, lower key first
+    (as :func:`pairwise_rows` keeps its pairs)."""
+    return (key, value, other, index) if key < other else (other, index, key, value)
 
 
 def mutation(spec: dict[str, Any]) -> Any:
     """PBT's mutation of one ``sweep.space`` entry: a list for ``choice`` and ``grid`` (PBT
     moves to a neighbouring value of a list, but multiplies a sampled domain's value by
-    0.8 or 1.2, which turns a choice of [0.9, 0.99] into 1.188), else the domain."""
+    0.8 or 1.2, which turns a choice of [0.9, 0.99] into 1.188), else the domain (whose
+    perturbed values :class:`KeepInRange` brings back inside it)."""
     ((name, args),) = spec.items()
     return list(args) if name in ("choice", "grid") else domain(spec)
 
 
-def _with_value(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
-    """A copy of the config ``data`` with the dotted ``key`` set to ``value``."""
+def within(spec: dict[str, Any], value: Any) -> Any:
+    """The value nearest ``value`` that the range ``spec`` draws: clipped to its bounds,
+    an integer in the reach of ``randint`` (top excluded) and ``qrandint``, a multiple of
+    ``quniform``'s and ``qrandint``'s step. Lists (``choice``, ``grid``) are PBT's to keep."""
+    ((name, args),) = spec.items()
+    if name in ("choice", "grid"):
+        return value
+    if name in ("randint", "qrandint"):
+        drawn = quantized_ints(*args) if name == "qrandint" else range(args[0], args[1])
+        step = int(args[2]) if name == "qrandint" else 1
+        nearest = drawn[0] + round((float(value) - drawn[0]) / step) * step
+        return int(min(max(nearest, drawn[0]), drawn[-1]))
+    low, high = float(args[0]), float(args[1])
+    if name == "quniform":
+        value = round(float(value) / args[2]) * args[2]
+    return min(max(float(value), low), high)
+
+
+class KeepInRange:
+    """PBT's ``custom_explore_fn``: every perturbed range value back inside its range.
+
+    Tune's PBT perturbs a sampled value by multiplying it by 0.8 or 1.2 and never looks at
+    the domain's bounds: ``lambda_`` in [0.9, 1.0] reached 2.05 within four perturbations,
+    a ``randint`` ``minibatch_size`` in [128, 1000] reached 1261, past the train batch.
+    This runs after Tune's perturbation (``_explore``) and applies :func:`within` to each
+    swept range, under the names the trial's RLlib config dict uses."""
+
+    def __init__(self, space: dict[str, dict[str, Any]]) -> None:
+        self.ranges = {
+            RLLIB_NAMES.get(_rllib_key(key), _rllib_key(key)): spec
+            for key, spec in space.items()
+            if next(iter(spec)) not in ("choice", "grid")
+        }
+
+    def __call__(self, config: dict[str, Any]) -> dict[str, Any]:
+        """``config`` (Tune's perturbed trial config), its swept ranges kept in range."""
+        for key, spec in self.ranges.items():
+            if key in config:
+                config[key] = within(spec, config[key])
+        return config
+
+
+def _with_values(data: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the config ``data`` with each dotted key of ``values`` set to its value."""
     result = json.loads(json.dumps(data, default=str))
-    set_dotted(result, key, value, f"sweep.space.{key}")
+    for key, value in values.items():
+        set_dotted(result, key, value, f"sweep.space.{key}")
     return result
 
 
-def check_sweep(experiment: ExperimentConfig) -> None:
-    """Every key of the sweep's space, at each probe value, makes a valid experiment
-    (:func:`tune.preflight.check_experiment`); PBT varies ``algorithm.*`` keys only;
-    ASHA and PBT need ``stop.training_iteration``. ConfigError naming the key otherwise."""
-    from tune.experiment import AlgorithmSection
+def _same_agents_check(experiment: ExperimentConfig) -> Callable[[ExperimentConfig], None]:
+    """What :func:`check_sweep` asks of a probe beyond the preflight: with
+    ``model.sharing: per-agent`` in a multi-agent environment, the same agents as the
+    experiment's -- every trial gets one module per agent of the config's own environment
+    (:func:`tune.rllib_config.algorithm_config`), which a trial playing an environment of
+    other agents (another topology size) could not use. Nothing otherwise."""
+    from envs.registry import MULTI_AGENT_ENVIRONMENTS
+    from tune.rllib_config import agent_ids
+
+    if (
+        experiment.environment.name not in MULTI_AGENT_ENVIRONMENTS
+        or experiment.model.sharing != "per-agent"
+    ):
+        return lambda probe: None
+    agents = agent_ids(experiment)
+
+    def same_agents(probe: ExperimentConfig) -> None:
+        if probe.environment.config == experiment.environment.config:
+            return
+        drawn = agent_ids(probe)
+        if drawn != agents:
+            raise ConfigError(
+                f"the environment has {len(drawn)} agents ({_span(drawn)}) where "
+                f"environment.config has {len(agents)} ({_span(agents)}): with "
+                "model.sharing=per-agent every trial trains one module per agent of "
+                "environment.config; sweep only keys that keep the agents, or use "
+                "model.sharing: shared"
+            )
+
+    return same_agents
+
+
+def _span(agents: list[str]) -> str:
+    """``a, b`` or ``first .. last`` of a list of agent ids, for a message."""
+    return ", ".join(agents) if len(agents) <= 2 else f"{agents[0]} .. {agents[-1]}"
+
+
+def _check_probe(
+    data: dict[str, Any], values: dict[str, Any], extra: Callable[[ExperimentConfig], None]
+) -> None:
+    """The experiment ``data`` with ``values`` set is valid (the config's own checks, the
+    preflight's and ``extra``); :class:`ConfigError` otherwise."""
     from tune.preflight import check_experiment
+
+    probe = config_from_dict(_with_values(data, values))
+    check_experiment(probe)
+    extra(probe)
+
+
+def _float_hint(
+    data: dict[str, Any],
+    key: str,
+    spec: dict[str, Any],
+    value: Any,
+    extra: Callable[[ExperimentConfig], None],
+) -> str:
+    """When a float draw ``value`` of ``key`` is refused where the nearest integer is
+    taken, what to use instead (the setting takes integers); else nothing."""
+    name = next(iter(spec))
+    if name not in FLOAT_DISTRIBUTIONS or not isinstance(value, float):
+        return ""
+    try:
+        _check_probe(data, {key: round(value)}, extra)
+    except ConfigError:
+        return ""
+    return (
+        f" ({name} draws floats such as {value!r}, which this setting refuses; for an "
+        "integer setting use randint, qrandint or choice)"
+    )
+
+
+def check_sweep(experiment: ExperimentConfig) -> None:
+    """Every key of the sweep's space, at each probe value (:func:`probe_values`), and
+    every combination of the keys' probe values (:func:`probe_rows`) make a valid
+    experiment (:func:`tune.preflight.check_experiment`), with the same agents under
+    ``model.sharing: per-agent``; PBT varies ``algorithm.*`` keys only; ASHA and PBT need
+    ``stop.training_iteration``. ConfigError naming the key(s) and value(s) otherwise."""
+    from tune.experiment import AlgorithmSection
 
     sweep = sweep_of(experiment)
     if experiment.warm_start is not None:
@@ -121,6 +326,7 @@ def check_sweep(experiment: ExperimentConfig) -> None:
     }
     data = experiment.to_dict()
     data.pop("sweep", None)
+    same_agents = _same_agents_check(experiment)
     for key, spec in sweep.space.items():
         parts = key.split(".")
         if parts[0] == "algorithm":
@@ -140,9 +346,23 @@ def check_sweep(experiment: ExperimentConfig) -> None:
             )
         for value in probe_values(spec):
             try:
-                check_experiment(config_from_dict(_with_value(data, key, value)))
+                _check_probe(data, {key: value}, same_agents)
             except ConfigError as error:
-                raise ConfigError(f"sweep.space.{key}={value!r}: {error}") from None
+                hint = _float_hint(data, key, spec, value, same_agents)
+                raise ConfigError(f"sweep.space.{key}={value!r}: {error}{hint}") from None
+    if len(sweep.space) < 2:
+        return
+    # Each key passed alone, the others at the config's values; a trial draws them all
+    # at once, and two values may not go together (a minibatch larger than the batch).
+    for row in probe_rows(sweep.space):
+        try:
+            _check_probe(data, row, same_agents)
+        except ConfigError as error:
+            together = ", ".join(f"{key}={value!r}" for key, value in row.items())
+            raise ConfigError(
+                f"sweep.space: a trial can draw {together} together: {error}; narrow the "
+                "ranges or choices so that every combination is valid"
+            ) from None
 
 
 def _rllib_key(key: str) -> str:
@@ -152,11 +372,18 @@ def _rllib_key(key: str) -> str:
 
 def param_space(experiment: ExperimentConfig) -> Any:
     """The experiment's AlgorithmConfig with the sweep's distributions in place of the
-    swept values (seeded with the first training seed)."""
-    from tune.rllib_config import algorithm_config
+    swept values (seeded with the first training seed). A swept
+    ``environment.config.credit`` that can draw ``job`` samples whole episodes with the
+    credit callback in every trial (:func:`tune.rllib_config.with_job_credit`): the
+    config's own credit decides that for a training run, but here a trial may draw
+    ``job`` from a config of ``round``."""
+    from tune.rllib_config import algorithm_config, with_job_credit
 
     sweep = sweep_of(experiment)
     config = algorithm_config(experiment, seed=experiment.seeds[0])
+    credit = sweep.space.get("environment.config.credit")
+    if credit is not None and "job" in probe_values(credit):
+        config = with_job_credit(config)
     training: dict[str, Any] = {}
     sections = copy.deepcopy(
         {"model": experiment.model.config, "environment": experiment.environment.config}
@@ -210,6 +437,8 @@ def tune_config(experiment: ExperimentConfig, num_samples: int | None = None) ->
             quantile_fraction=float(settings.get("quantile_fraction", 0.25)),
             resample_probability=float(settings.get("resample_probability", 0.25)),
             hyperparam_mutations=mutations,
+            # Tune multiplies a range's value by 0.8 or 1.2 without its bounds.
+            custom_explore_fn=KeepInRange(sweep.space),
         )
     search = None
     if sweep.search == "optuna":
@@ -330,20 +559,16 @@ def run_sweep(
     resume: bool = False,
     num_samples: int | None = None,
 ) -> dict[str, Any]:
-    """Run (or with ``resume`` continue) the sweep; Ray must be up. Returns ``trials``
-    (per trial: name, swept ``params``, last ``training_iteration``, final ``metric``
-    value, ``error``), ``metric``, ``mode``, ``best_trial``, ``best_checkpoint`` (the best
-    trial's best-scored checkpoint, see :func:`_best_checkpoint`), ``best_checkpoint_by``,
-    ``best_config``, ``tracking_uri`` and ``parent_run_id``. The parent run ends FINISHED,
-    FAILED (an error, or no trial reported the metric) or KILLED (interrupted)."""
-    from mlflow.tracking import MlflowClient
-
+    """Run (or with ``resume`` continue) the sweep; Ray must be up. Returns
+    :func:`finish_sweep`'s summary. The parent run ends FINISHED, FAILED (an error, or no
+    trial reported the metric) or KILLED (interrupted); while MLflow cannot be reached
+    that is retried (:func:`close_parent_run`), and a parent run left unupdated is a
+    warning, never a lost summary."""
     from tune.runs import make_tuner, restore_tuner
 
     sweep = sweep_of(experiment)
     name = sweep_name(experiment)
     parent_id = _parent_run(experiment, storage, tracking_uri, name, resume, num_samples)
-    client = MlflowClient(tracking_uri=tracking_uri)
     try:
         space = param_space(experiment)
         if resume:
@@ -360,10 +585,39 @@ def run_sweep(
             )
         results = tuner.fit()
     except BaseException as error:
-        # The parent run never stays RUNNING: KILLED on Ctrl-C, FAILED on any error.
+        # The parent run never stays RUNNING: KILLED on Ctrl-C, FAILED on any error. An
+        # MLflow outage here must not hide the error itself.
         status = "KILLED" if isinstance(error, KeyboardInterrupt) else "FAILED"
-        client.set_terminated(parent_id, status=status)
+        problem = close_parent_run(tracking_uri, parent_id, status, {})
+        if problem:
+            print(f"sweep.py: warning: {problem}", file=sys.stderr, flush=True)
         raise
+    reported = any(result_value(r.metrics or {}, sweep.result_key) is not None for r in results)
+    best = results.get_best_result(metric=sweep.result_key, mode=sweep.mode) if reported else None
+    return finish_sweep(experiment, list(results), best, tracking_uri, parent_id)
+
+
+def finish_sweep(
+    experiment: ExperimentConfig,
+    results: list[Any],
+    best: Any,
+    tracking_uri: str,
+    parent_id: str,
+    deadline: Deadline | None = None,
+) -> dict[str, Any]:
+    """The sweep's summary of its Tune ``results`` (``best``: the best by the metric, None
+    when no trial reported it), then the parent run updated: ``best_<metric>`` logged and
+    its end status set, through an MLflow outage until ``deadline``
+    (:func:`close_parent_run`).
+
+    Returns ``trials`` (per trial: name, swept ``params``, last ``training_iteration``,
+    final ``metric`` value, ``error``), ``metric``, ``mode``, ``status``, ``best_trial``,
+    ``best_checkpoint`` (the best trial's best-scored checkpoint, see
+    :func:`_best_checkpoint`), ``best_checkpoint_by``, ``best_config``, ``tracking_uri``,
+    ``parent_run_id`` and ``parent_run_error``: None, or the one line (also printed on
+    stderr) saying the parent run could not be updated. The summary is built before
+    MLflow is asked anything: the sweep's results are never lost to it."""
+    sweep = sweep_of(experiment)
     rows = []
     for result in results:
         metrics = result.metrics or {}
@@ -376,21 +630,13 @@ def run_sweep(
                 "error": str(result.error) if result.error else None,
             }
         )
-    reported = [row for row in rows if row["metric"] is not None]
-    best = results.get_best_result(metric=sweep.result_key, mode=sweep.mode) if reported else None
-    if best is not None:
-        client.log_metric(
-            parent_id,
-            f"best_{sweep.metric.replace('/', '_')}",
-            result_value(best.metrics, sweep.result_key),
-        )
+    reported = any(row["metric"] is not None for row in rows)
     interrupted = any(
         result.error is None and not (result.metrics or {}).get("done") for result in results
     )
     status = "KILLED" if interrupted else "FINISHED" if reported else "FAILED"
-    client.set_terminated(parent_id, status=status)
     best_checkpoint, chosen_by = _best_checkpoint(experiment, best)
-    return {
+    payload: dict[str, Any] = {
         "trials": rows,
         "metric": sweep.metric,
         "mode": sweep.mode,
@@ -398,7 +644,85 @@ def run_sweep(
         "best_trial": Path(best.path).name if best is not None and best.path else None,
         "best_checkpoint": best_checkpoint,
         "best_checkpoint_by": chosen_by,
-        "best_config": swept_params(best.config, experiment) if best else {},
+        "best_config": swept_params(best.config or {}, experiment) if best else {},
         "tracking_uri": tracking_uri,
         "parent_run_id": parent_id,
+        "parent_run_error": None,
     }
+    metrics = {}
+    if best is not None:
+        value = result_value(best.metrics, sweep.result_key)
+        metrics[f"best_{sweep.metric.replace('/', '_')}"] = value
+    problem = close_parent_run(tracking_uri, parent_id, status, metrics, deadline)
+    if problem:
+        problem += "; the sweep's results are in this summary and in Tune's storage"
+        print(f"sweep.py: warning: {problem}", file=sys.stderr, flush=True)
+        payload["parent_run_error"] = problem
+    return payload
+
+
+class ParentRunDeadline(Deadline):
+    """:class:`tune.mlflow_retry.Deadline`, its outage lines naming the sweep's parent run
+    (the deadline's own lines name the evaluation runs)."""
+
+    def wait_or_raise(self, error: BaseException, pause: float) -> float:
+        """The deadline's own, with its first line about the parent run."""
+        if self.outage_since is None:
+            print(
+                f"MLflow: cannot reach {self.tracking_uri} ({type(error).__name__}); the "
+                f"sweep's parent run is updated again for up to {self.retry_for_s:g} s",
+                file=sys.stderr,
+                flush=True,
+            )
+            self.outage_since = time.monotonic()  # reported: the deadline's own line is not
+        return super().wait_or_raise(error, pause)
+
+    def reached(self) -> None:
+        """A request got through: report the end of an outage."""
+        if self.outage_since is not None:
+            print(
+                f"MLflow: {self.tracking_uri} reachable again after "
+                f"{time.monotonic() - self.outage_since:.0f} s; updating the parent run",
+                file=sys.stderr,
+                flush=True,
+            )
+            self.outage_since = None
+
+
+def close_parent_run(
+    tracking_uri: str,
+    run_id: str,
+    status: str,
+    metrics: dict[str, float],
+    deadline: Deadline | None = None,
+) -> str | None:
+    """Log ``metrics`` on the parent run ``run_id`` and end it with ``status``, each
+    request tried again through an MLflow outage until ``deadline`` (default: 5 minutes
+    from now, as the trials' runs, :data:`tune.mlflow_retry.RETRY_FOR_S`). The end status
+    is asked for even when a metric could not be logged. Returns None, or -- the server
+    still unreachable, or a request refused -- one line saying what the parent run lacks;
+    it never raises for MLflow."""
+    from mlflow.tracking import MlflowClient
+
+    from tune.mlflow_retry import outage_errors, retrying
+
+    if deadline is None:
+        deadline = ParentRunDeadline(tracking_uri)
+    client = MlflowClient(tracking_uri=tracking_uri)
+    lacks: list[str] = []
+    failure: BaseException | None = None
+    for name, value in metrics.items():
+        try:
+            retrying(lambda n=name, v=value: client.log_metric(run_id, n, v), deadline)
+        except outage_errors() as error:
+            lacks.append(f"{name}={value:.6g} not logged")
+            failure = error
+    try:
+        retrying(lambda: client.set_terminated(run_id, status=status), deadline)
+    except outage_errors() as error:
+        lacks.append(f"not set to {status} (it may still show RUNNING)")
+        failure = error
+    if failure is None:
+        return None
+    reason = " ".join(f"{type(failure).__name__}: {failure}".split())
+    return f"MLflow parent run {run_id} at {tracking_uri}: {' and '.join(lacks)} ({reason})"

@@ -15,19 +15,24 @@ dotted keys under ``algorithm.``, ``model.config.`` and ``environment.config.``,
 distribution each (``loguniform``, ``uniform``, ``quniform``, ``randint``, ``qrandint``,
 ``choice``, ``grid``), ``num_samples`` trials, the ``metric`` and ``mode`` they are ranked
 by, the trial scheduler (``fifo``, ``asha``: stop poor trials early, ``pbt``: population
-based training over ``algorithm.*`` keys) and the search (``random`` or ``optuna``). Every
-key is checked before Ray starts, at each choice and both ends of each range, against the
-algorithm (PPO and DQN take different settings), the model and the environment; a bad one
-prints one line and exits with status 2. One MLflow parent run for the sweep, with one child
-run per trial (params, per-iteration metrics), comparable in the MLflow UI; a summary table
-at the end, ranked by the metric, and the best trial's checkpoint (its best kept by
+based training over ``algorithm.*`` keys, its perturbations kept inside each range) and
+the search (``random`` or ``optuna``). Every key is checked before Ray starts, at each
+choice and both ends of each range (as the floats Tune draws from ``uniform``,
+``loguniform`` and ``quniform``), alone and combined with the other keys' values, against
+the algorithm (PPO and DQN take different settings), the model and the environment (with
+``model.sharing: per-agent``, the same agents); a bad one prints one line and exits with
+status 2. One MLflow parent run for the sweep, with one child run per trial (params,
+per-iteration metrics), comparable in the MLflow UI; a summary table at the end, ranked by
+the metric, and the best trial's checkpoint (its best kept by
 ``checkpoint.score`` when the config declares one, else its latest) and values (``--json``:
 one object with ``trials``, ``metric``, ``mode``, ``status``, ``best_trial``,
 ``best_checkpoint``, ``best_checkpoint_by`` (the score's key or "latest"), ``best_config``,
-``tracking_uri``, ``parent_run_id``; Tune's progress goes to stderr). ``--resume`` continues
-an interrupted sweep (same storage and config) in the same parent run. Exit status 0 when
-every trial finished, 1 when a trial failed (named on stderr; the best is then the best of
-the others) or none reported the metric, 130 when interrupted.
+``tracking_uri``, ``parent_run_id``, ``parent_run_error``; Tune's progress goes to
+stderr). ``--resume`` continues an interrupted sweep (same storage and config) in the same
+parent run. Exit status 0 when every trial finished, 1 when a trial failed (named on
+stderr; the best is then the best of the others) or none reported the metric, or when
+MLflow could not be told the parent run's end (after 5 minutes of retries: one warning
+line, the summary printed all the same), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -134,7 +139,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def exit_status(payload: dict[str, Any]) -> tuple[int, str | None]:
     """The program's exit status for a sweep's summary, and the line that explains a
-    non-zero one: 130 interrupted, 1 when a trial failed or the sweep did, else 0."""
+    non-zero one: 130 interrupted, 1 when a trial failed or the sweep did, 1 when the
+    MLflow parent run could not be updated (``parent_run_error``; its warning line, which
+    :func:`tune.search.finish_sweep` printed, explains it: no second line), else 0."""
     if payload["status"] == "KILLED":
         return 130, "interrupted; continue with --resume"
     failed = [row["trial"] for row in payload["trials"] if row["error"]]
@@ -145,6 +152,10 @@ def exit_status(payload: dict[str, Any]) -> tuple[int, str | None]:
         )
     if payload["status"] != "FINISHED":
         return 1, "no trial reported the sweep's metric"
+    if payload.get("parent_run_error"):
+        # Every result is in the summary, but MLflow, where the sweep is compared, may
+        # show its parent run RUNNING without best_<metric>: not a clean success.
+        return 1, None
     return 0, None
 
 

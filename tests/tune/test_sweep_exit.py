@@ -30,3 +30,16 @@ def test_an_interrupted_sweep_says_how_to_go_on() -> None:
         130,
         "interrupted; continue with --resume",
     )
+
+
+def test_a_parent_run_mlflow_was_not_told_of_fails_the_exit_status_only() -> None:
+    """The summary is complete (printed), but MLflow may show the parent run RUNNING:
+    exit 1, the warning line already said why; an interruption still says how to go on."""
+    lost = {**summary("FINISHED", [None, None]), "parent_run_error": "MLflow parent run ..."}
+    assert exit_status(lost) == (1, None)
+    assert exit_status({**summary("FINISHED", [None]), "parent_run_error": None}) == (0, None)
+    assert exit_status({**lost, "status": "KILLED"})[0] == 130
+    assert exit_status({**summary("FINISHED", [None, "boom"]), "parent_run_error": "x"}) == (
+        1,
+        "1 of 2 trials failed (PPO_1); the best is the best of the others",
+    )
