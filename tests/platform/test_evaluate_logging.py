@@ -100,13 +100,20 @@ def test_seeds_that_a_config_keeps_for_validation_can_be_evaluated(
     """The docstring's and README's commands evaluate on seeds 2000-2004, the shipped
     configs' validation seeds: they choose among training checkpoints, which an evaluation
     of one policy never does, so they do not stand in the way."""
+    import ray
+
     config = ROOT / "tune" / "configs" / "demo.yaml"
-    status = program.main(
-        [
-            *("--config", str(config), "--baselines", "fifo+packing", "--seeds", "2000,2001"),
-            *("--set", "environment.config.num_jobs=6", "--json"),
-        ]
-    )
+    try:
+        status = program.main(
+            [
+                *("--config", str(config), "--baselines", "fifo+packing", "--seeds", "2000,2001"),
+                *("--set", "environment.config.num_jobs=6", "--json"),
+            ]
+        )
+    finally:
+        # The program plays its episodes as tasks of a local Ray, which its process's end
+        # would stop; here the test's process goes on.
+        ray.shutdown()
     out, err = capsys.readouterr()
     assert status == 0, err
     assert json.loads(out)["summary"]["seeds"] == [2000, 2001]
