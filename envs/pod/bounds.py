@@ -32,9 +32,11 @@ def pod_priority_search(
     evaluations: int,
     search_seed: int = 0,
     start: str = "dsif-patient",
+    also_placements: tuple[str, ...] = (),
 ) -> PrioritySearchResult:
     """The best static-priority schedule of the workload ``pod_scheduling_v0`` draws for
-    ``seed`` found with hindsight (:mod:`envs.schedulers.priority_search`): a schedule the
+    ``seed`` found with hindsight (:mod:`envs.schedulers.priority_search`; with
+    ``also_placements``, each job's placement chosen too): a schedule the
     environment's heuristic driver would play job for job, so an upper reference on the
     best possible avg JCT, as the lower bound is the lower one."""
     from envs.registry import make_env
@@ -42,7 +44,14 @@ def pod_priority_search(
     env = make_env("pod_scheduling_v0", **dict(env_config))
     env.reset(seed=seed, options={"masks_only": True})
     return search_priorities(
-        env.cluster, env.workload, env.sim.config, placement, evaluations, search_seed, start=start
+        env.cluster,
+        env.workload,
+        env.sim.config,
+        placement,
+        evaluations,
+        search_seed,
+        start=start,
+        also_placements=also_placements,
     )
 
 

@@ -19,6 +19,11 @@ annealing), ``T`` falling linearly from ``temperature`` x the starting average t
 walk that strays more than 1% above the best goes back to it every 300 moves. Seeded, so
 a search repeats exactly. This is a reference, not a policy: every order it finds is fit
 to one workload with its future known.
+
+**Placement per job** (``also_placements``). Given more placements, every job also has one
+of them (all start with ``placement``): a quarter of the moves then switch one job's
+placement to another of them (:class:`PerJobPlacement`), the other moves as above. Without
+it the search draws exactly as before.
 """
 
 from __future__ import annotations
@@ -28,10 +33,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from envs.schedulers.base import Ordering, by_key, static_rank
+from envs.schedulers.base import Ordering, Placement, by_key, static_rank
 from envs.schedulers.orderings import PATIENT_DELAYS
 from envs.schedulers.registry import ORDERINGS, PLACEMENTS, make_scheduler
 from envs.schedulers.scheduler import Scheduler
+from envs.schedulers.tasks import JobTasks
 from envs.schedulers.view import ClusterView
 from envs.sim import Simulator, SimulatorConfig
 from envs.sim.runner import simulate
@@ -46,6 +52,8 @@ _NEARBY_PLACES = 8
 #: Moves between returns to the best order found, when the walk strayed above it.
 _RETURN_EVERY = 300
 _STRAY = 1.01
+#: Share of moves that switch one job's placement, when the search has several.
+_PLACEMENT_MOVES = 0.25
 
 
 class FixedPriorities(Ordering):
@@ -78,6 +86,35 @@ class FixedPriorities(Ordering):
 
     def delay_limit(self, job: int) -> int:
         return self.patience if self.patient[job] else 0
+
+
+class PerJobPlacement(Placement):
+    """Each job placed by its own placement: ``placements[choice[job]]``."""
+
+    name = "per-job"
+
+    def __init__(self, placements: list[Placement], choice: np.ndarray) -> None:
+        self.placements = placements
+        self.choice = np.asarray(choice, dtype=np.int64)
+        if (
+            self.choice.ndim != 1
+            or not ((self.choice >= 0) & (self.choice < len(placements))).all()
+        ):
+            raise ValueError(
+                f"choice must give each job one of the {len(placements)} placements "
+                f"(0 .. {len(placements) - 1}); got {self.choice!r}"
+            )
+        # Alike jobs share an answer only when they share a placement (key_columns).
+        self.memoizable = all(placement.memoizable for placement in placements)
+
+    def choose(self, sim: Simulator, tasks: JobTasks, view: ClusterView) -> np.ndarray | None:
+        return self.placements[int(self.choice[tasks.job])].choose(sim, tasks, view)
+
+    def key_columns(self, sim: Simulator) -> list[np.ndarray]:
+        columns = [self.choice.astype(np.float64)]
+        for placement in self.placements:
+            columns.extend(placement.key_columns(sim))
+        return columns
 
 
 def starting_point(
@@ -131,6 +168,9 @@ class PrioritySearchResult:
     best_after: np.ndarray
     start: str = "dsif-patient"
     patience: int = PATIENT_DELAYS
+    #: The placements the search chose among, and each job's (an index into them).
+    placements: tuple[str, ...] = ()
+    placement_choice: np.ndarray | None = None
 
     @property
     def evaluations(self) -> int:
@@ -146,13 +186,18 @@ def play(
     rank: np.ndarray,
     patient: np.ndarray,
     patience: int = PATIENT_DELAYS,
+    placements: tuple[str, ...] = (),
+    choice: np.ndarray | None = None,
 ) -> float:
     """Average JCT (s) of the workload played by :class:`FixedPriorities` with
-    ``placement`` (backfilling, as every heuristic of the table)."""
-    scheduler = Scheduler(
-        FixedPriorities(rank, patient, patience), PLACEMENTS[placement](np.random.default_rng(0))
-    )
-    result = simulate(cluster, workload, scheduler, f"{FixedPriorities.name}+{placement}", config)
+    ``placement`` (backfilling, as every heuristic of the table); with ``placements`` and
+    ``choice``, each job with its own of them (:class:`PerJobPlacement`)."""
+    chosen: Placement = PLACEMENTS[placement](np.random.default_rng(0))
+    if placements and choice is not None:
+        built = [PLACEMENTS[name](np.random.default_rng(0)) for name in placements]
+        chosen = PerJobPlacement(built, choice)
+    scheduler = Scheduler(FixedPriorities(rank, patient, patience), chosen)
+    result = simulate(cluster, workload, scheduler, f"{FixedPriorities.name}+{chosen.name}", config)
     return float(result.metrics()["avg_jct"])
 
 
@@ -165,41 +210,74 @@ def search_priorities(
     seed: int = 0,
     temperature: float = 1e-3,
     start: str = "dsif-patient",
+    also_placements: tuple[str, ...] = (),
 ) -> PrioritySearchResult:
     """The best :class:`FixedPriorities` schedule of ``workload`` found in ``evaluations``
     moves from ``start``'s (an ordering of the registry whose order is fixed in advance:
-    :func:`starting_point`; module doc). Raises ValueError for an unknown ``placement``,
-    an ordering it cannot start from, a negative number of evaluations or temperature."""
-    if placement not in PLACEMENTS:
-        raise ValueError(f"unknown placement {placement!r}; placements: {', '.join(PLACEMENTS)}")
+    :func:`starting_point`; module doc), every job placed by ``placement`` or, with
+    ``also_placements``, by the one of them the search chose for it. Raises ValueError for
+    an unknown or repeated placement, an ordering it cannot start from, a negative number
+    of evaluations or temperature."""
+    names = (placement, *also_placements)
+    for name in names:
+        if name not in PLACEMENTS:
+            raise ValueError(f"unknown placement {name!r}; placements: {', '.join(PLACEMENTS)}")
+    if len(set(names)) < len(names):
+        raise ValueError(f"placements repeat a name: {', '.join(names)}; give each once")
     if isinstance(evaluations, bool) or not isinstance(evaluations, int) or evaluations < 0:
         raise ValueError(f"evaluations must be an integer >= 0; got {evaluations!r}")
     if not (np.isfinite(temperature) and temperature >= 0):
         raise ValueError(f"temperature must be a finite number >= 0; got {temperature!r}")
     rank, patient, patience = starting_point(cluster, workload, config, start)
+    several = len(names) > 1
+    choice = np.zeros(len(rank), dtype=np.int64)
 
-    def cost(rank: np.ndarray, patient: np.ndarray) -> float:
-        return play(cluster, workload, config, placement, rank, patient, patience)
+    def cost(rank: np.ndarray, patient: np.ndarray, choice: np.ndarray) -> float:
+        if not several:
+            return play(cluster, workload, config, placement, rank, patient, patience)
+        return play(cluster, workload, config, placement, rank, patient, patience, names, choice)
 
-    current = start_cost = cost(rank, patient)
-    best, best_rank, best_patient = start_cost, rank, patient
+    current = start_cost = cost(rank, patient, choice)
+    best, best_state = start_cost, (rank, patient, choice)
     rng = np.random.default_rng(seed)
     best_after = np.empty(evaluations)
     for step in range(evaluations):
         heat = temperature * start_cost * (1.0 - step / evaluations)
-        candidate_rank, candidate_patient = _move(rank, patient, rng)
-        value = cost(candidate_rank, candidate_patient)
+        # With one placement no draw decides the kind of move: the search repeats the
+        # placement-free one exactly.
+        if several and rng.random() < _PLACEMENT_MOVES:
+            candidate = (rank, patient, _switch_placement(choice, len(names), rng))
+        else:
+            candidate = (*_move(rank, patient, rng), choice)
+        value = cost(*candidate)
         rise = value - current
         if rise <= 0 or (heat > 0 and rng.random() < np.exp(-rise / heat)):
-            rank, patient, current = candidate_rank, candidate_patient, value
+            (rank, patient, choice), current = candidate, value
             if value < best:
-                best, best_rank, best_patient = value, rank, patient
+                best, best_state = value, candidate
         if (step + 1) % _RETURN_EVERY == 0 and current > best * _STRAY:
-            rank, patient, current = best_rank, best_patient, best
+            (rank, patient, choice), current = best_state, best
         best_after[step] = best
+    best_rank, best_patient, best_choice = best_state
     return PrioritySearchResult(
-        best, best_rank, best_patient, start_cost, best_after, start, patience
+        best,
+        best_rank,
+        best_patient,
+        start_cost,
+        best_after,
+        start,
+        patience,
+        names,
+        best_choice if several else None,
     )
+
+
+def _switch_placement(choice: np.ndarray, count: int, rng: np.random.Generator) -> np.ndarray:
+    """``choice`` with one job given another of the ``count`` placements, as a new array."""
+    choice = choice.copy()
+    job = int(rng.integers(len(choice)))
+    choice[job] = (choice[job] + 1 + int(rng.integers(count - 1))) % count
+    return choice
 
 
 def _move(

@@ -15,6 +15,7 @@ from envs.pod.heuristic import HeuristicPodPolicy
 from envs.schedulers import Scheduler, make_scheduler
 from envs.schedulers.priority_search import (
     FixedPriorities,
+    PerJobPlacement,
     play,
     search_priorities,
     starting_point,
@@ -115,6 +116,11 @@ def test_the_pod_search_is_a_schedule_the_environment_plays_above_the_bound() ->
         ({"evaluations": -1}, "evaluations must be an integer >= 0; got -1"),
         ({"evaluations": 2.5}, "evaluations must be an integer >= 0; got 2.5"),
         ({"temperature": -0.1}, "temperature must be a finite number >= 0; got -0.1"),
+        ({"also_placements": ("lif", "nearest")}, "unknown placement 'nearest'"),
+        (
+            {"also_placements": ("lif", "packing")},
+            "placements repeat a name: packing, lif, packing; give each once",
+        ),
     ],
 )
 def test_bad_search_settings_are_refused(arguments: dict[str, Any], message: str) -> None:
@@ -130,3 +136,50 @@ def test_ranks_and_patience_of_different_lengths_are_refused() -> None:
         FixedPriorities(np.arange(3), np.ones(2, dtype=bool))
     with pytest.raises(ValueError, match="patience must be a positive number of decisions"):
         FixedPriorities(np.arange(2), np.ones(2, dtype=bool), patience=0)
+
+
+@pytest.mark.parametrize(("index", "name"), [(0, "packing"), (1, "lif")])
+def test_a_placement_per_job_plays_the_chosen_placement_job_for_job(index: int, name: str) -> None:
+    cluster, workload, config = _inputs()
+    rank, patient, patience = starting_point(cluster, workload, config, "dsif-patient")
+    ordering = FixedPriorities(rank, patient, patience)
+    placements = [make_scheduler(f"fifo+{n}").placement for n in ("packing", "lif")]
+    choice = np.full(len(workload), index)
+    ours = simulate(
+        cluster, workload, Scheduler(ordering, PerJobPlacement(placements, choice)), "x", config
+    )
+    theirs = simulate(cluster, workload, make_scheduler(f"dsif-patient+{name}"), "h", config)
+    np.testing.assert_array_equal(ours.jobs["finish"], theirs.jobs["finish"])
+    with pytest.raises(ValueError, match=r"one of the 2 placements \(0 .. 1\)"):
+        PerJobPlacement(placements, np.full(len(workload), 2))
+
+
+def test_a_search_over_placements_too_returns_what_it_played() -> None:
+    cluster, workload, config = _inputs()
+    names = ("lif", "locality")
+    result = search_priorities(
+        cluster, workload, config, "packing", 30, seed=1, also_placements=names
+    )
+    assert result.placements == ("packing", *names)
+    assert result.placement_choice is not None
+    assert set(result.placement_choice.tolist()) <= {0, 1, 2}
+    assert result.avg_jct_s == result.best_after[-1] <= result.start_avg_jct_s
+    replayed = play(
+        cluster,
+        workload,
+        config,
+        "packing",
+        result.rank,
+        result.patient,
+        result.patience,
+        result.placements,
+        result.placement_choice,
+    )
+    assert replayed == result.avg_jct_s
+    again = search_priorities(
+        cluster, workload, config, "packing", 30, seed=1, also_placements=names
+    )
+    np.testing.assert_array_equal(again.placement_choice, result.placement_choice)
+    # One placement: no choice returned, the search as it always was.
+    alone = search_priorities(cluster, workload, config, "packing", 5, seed=1)
+    assert alone.placements == ("packing",) and alone.placement_choice is None
