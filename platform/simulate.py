@@ -700,7 +700,7 @@ def add_perf_argument(parser: argparse._ActionsContainer) -> None:
     parser.add_argument(
         "--max-contention",
         type=_max_contention,
-        default=DEFAULT_MAX_CONTENTION,
+        default=CONTENTION_ONLY_DEFAULTS["max_contention"],
         metavar="CS|off",
         help="contention model: the most a job's step may exceed its step alone on the same "
         f"placement (default {DEFAULT_MAX_CONTENTION:g}, the largest CS 000 measured; off: "
@@ -708,7 +708,7 @@ def add_perf_argument(parser: argparse._ActionsContainer) -> None:
     )
     parser.add_argument(
         "--interference-coefficients",
-        default="default",
+        default=CONTENTION_ONLY_DEFAULTS["interference_coefficients"],
         choices=tuple(INTERFERENCE_PRESETS),
         help="the interference model's coefficients (envs/sim/interference.py): 'default' "
         "(chosen values) or 'paper001-fit' (a1, b1 scaled so 001's Fig. 1(a) bin packing "
@@ -768,7 +768,7 @@ def add_run_command(commands: Any) -> None:
         "start (default: on); --no-backfill keeps the order strict: the walk stops at the "
         "first job that does not fit (a strict FIFO)",
     )
-    add_link_sharing_argument(policy, default="equal")
+    add_link_sharing_argument(policy, default=CONTENTION_ONLY_DEFAULTS["link_sharing"])
     add_perf_argument(policy)
     preemption = run.add_argument_group(
         "preemption (las, srtf, gittins: a waiting job preempts the running jobs it outranks)"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -179,23 +180,33 @@ def no_recording(bench: ModuleType, monkeypatch: pytest.MonkeyPatch) -> list:
     return calls
 
 
+@pytest.fixture
+def refused_record(
+    bench: ModuleType, capsys: pytest.CaptureFixture[str], no_recording: list
+) -> Callable[..., str]:
+    """``refused_record(*options)``: the stderr of ``record *options``, which must exit 2
+    with nothing on stdout and nothing recorded."""
+
+    def refuse(*options: str) -> str:
+        with pytest.raises(SystemExit) as caught:
+            bench.main(["record", *options])
+        assert caught.value.code == 2
+        out, err = capsys.readouterr()
+        assert out == "" and no_recording == []
+        return err
+
+    return refuse
+
+
 def test_an_out_under_a_file_is_one_line_before_anything_is_recorded(
-    bench: ModuleType,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    no_recording: list,
+    tmp_path: Path, refused_record: Callable[..., str]
 ) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     for out in (blocker / "recording", blocker):
-        with pytest.raises(SystemExit) as caught:
-            bench.main(["record", "--out", str(out), "--cases", "demo"])
-        assert caught.value.code == 2
-        assert capsys.readouterr() == (
-            "",
-            f"bench_learner_device.py: error: --out {out}: {blocker} is a file, not a folder\n",
+        assert refused_record("--out", str(out), "--cases", "demo") == (
+            f"bench_learner_device.py: error: --out {out}: {blocker} is a file, not a folder\n"
         )
-    assert no_recording == []
     assert not (blocker.parent / "recording").exists()
 
 
@@ -203,7 +214,7 @@ def test_an_unwritable_out_is_one_line_before_anything_is_recorded(
     bench: ModuleType,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    refused_record: Callable[..., str],
     no_recording: list,
 ) -> None:
     locked = tmp_path / "locked"
@@ -213,34 +224,23 @@ def test_an_unwritable_out_is_one_line_before_anything_is_recorded(
     monkeypatch.setattr(
         os, "access", lambda path, mode: Path(path) != locked and real_access(path, mode)
     )
-    with pytest.raises(SystemExit) as caught:
-        bench.main(["record", "--out", str(locked / "recording")])
-    assert caught.value.code == 2
-    assert capsys.readouterr().err == (
+    assert refused_record("--out", str(locked / "recording")) == (
         f"bench_learner_device.py: error: --out {locked / 'recording'}: {locked} is not writable\n"
     )
-    assert no_recording == []
     # A folder that can be made is recorded into.
     bench.main(["record", "--out", str(tmp_path / "new" / "recording"), "--cases", "demo"])
     assert no_recording == [(tmp_path / "new" / "recording", ["demo"])]
 
 
 def test_an_out_uri_is_one_line_before_anything_is_recorded(
-    bench: ModuleType,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    no_recording: list,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused_record: Callable[..., str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(SystemExit) as caught:
-        bench.main(["record", "--out", "s3://bucket/recording"])
-    assert caught.value.code == 2
-    assert capsys.readouterr().err == (
+    assert refused_record("--out", "s3://bucket/recording") == (
         "bench_learner_device.py: error: --out s3://bucket/recording: a URI; give a local "
         "folder (the recording is plain files, copy them to storage afterwards)\n"
     )
-    assert no_recording == [] and list(tmp_path.iterdir()) == []  # no local "s3:" folder
+    assert list(tmp_path.iterdir()) == []  # no local "s3:" folder
 
 
 @pytest.mark.parametrize("what", ["does not exist", "is not a folder"])

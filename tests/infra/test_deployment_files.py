@@ -494,6 +494,11 @@ def dockerfile_install() -> str:
     return install
 
 
+def image_project_arguments() -> list[str]:
+    """pip's arguments in :func:`dockerfile_install` for the project (after the torch one)."""
+    return pip_arguments(dockerfile_install().split("&&")[-1])
+
+
 def editable_extras(arguments: list[str]) -> list[str]:
     """The extras of pip's ``-e .[a,b]`` argument, in order ([] for a bare ``-e .``)."""
     target = arguments[arguments.index("-e") + 1]
@@ -506,8 +511,7 @@ def test_dockerfile_installs_the_project_as_the_makefile_does() -> None:
     makefile = (ROOT / "Makefile").read_text()
     [make_line] = [line for line in makefile.splitlines() if re.search(r"pip install .*-e ", line)]
     install = dockerfile_install()
-    project_install = install.split("&&")[-1]
-    image, make = pip_arguments(project_install), pip_arguments(make_line)
+    image, make = image_project_arguments(), pip_arguments(make_line)
     assert make == ["--quiet", "--no-compile", "-e", ".[dev]"]
     # The same options and target; the image adds the `server` extra (the MLflow server's).
     assert image[:-1] == make[:-1] and image[-1].startswith(".[")
@@ -556,8 +560,7 @@ def test_image_installs_the_postgres_driver_of_the_kubernetes_mlflow_server() ->
     [store] = [arg for arg in server["args"] if arg.startswith("--backend-store-uri=")]
     driver = store.split("=", 1)[1].split("://")[0].split("+")[1]
     assert driver == "psycopg2"
-    extras = editable_extras(pip_arguments(dockerfile_install().split("&&")[-1]))
-    assert "server" in extras
+    assert "server" in editable_extras(image_project_arguments())
     optional = pyproject()["project"]["optional-dependencies"]
     server_requirements = [re.split(r"[<>=!~\[; ]", req)[0] for req in optional["server"]]
     assert server_requirements == ["psycopg2-binary"]
