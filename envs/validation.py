@@ -19,7 +19,8 @@ Config = TypeVar("Config")
 _NUMBER = (int, float, np.integer, np.floating)
 
 
-def _is_number(value: object) -> bool:
+def is_number(value: object) -> bool:
+    """True for a real number, numpy's included; bool is refused (``True`` is no size)."""
     return isinstance(value, _NUMBER) and not isinstance(value, bool)
 
 
@@ -32,14 +33,14 @@ def int_at_least(name: str, value: object, minimum: int) -> int:
 
 def positive_number(name: str, value: object) -> float:
     """``value`` as a float, or ValueError when it is not a finite number > 0."""
-    if not _is_number(value) or not (math.isfinite(float(value)) and float(value) > 0):  # type: ignore[arg-type]
+    if not is_number(value) or not (math.isfinite(float(value)) and float(value) > 0):  # type: ignore[arg-type]
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)  # type: ignore[arg-type]
 
 
 def number_in(name: str, value: object, low: float, high: float, *, open_low: bool) -> float:
     """``value`` as a float in ``(low, high]`` (``open_low``) or ``[low, high]``."""
-    ok = _is_number(value)
+    ok = is_number(value)
     if ok:
         number = float(value)  # type: ignore[arg-type]
         ok = math.isfinite(number) and (number > low if open_low else number >= low)
@@ -52,7 +53,7 @@ def number_in(name: str, value: object, low: float, high: float, *, open_low: bo
 
 def probability(name: str, value: object) -> float:
     """``value`` as a float in [0, 1], or ValueError."""
-    if not _is_number(value) or not 0.0 <= float(value) <= 1.0:  # type: ignore[arg-type]
+    if not is_number(value) or not 0.0 <= float(value) <= 1.0:  # type: ignore[arg-type]
         raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
     return float(value)  # type: ignore[arg-type]
 

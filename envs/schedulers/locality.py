@@ -59,8 +59,8 @@ class LocalityFirst(Placement):
 
     def choose(self, sim: Simulator, tasks: JobTasks, view: ClusterView) -> np.ndarray | None:
         levels = locality_levels(view.cluster)
-        room = ServerRoom(Tentative.on(view, tasks))
-        if not room.could_ever_fit():
+        room = ServerRoom.for_job(view, tasks)
+        if room is None:
             return None
         for level in range(levels.num_levels):
             domains, free_gpus = domains_that_hold(room, levels, level)

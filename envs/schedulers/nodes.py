@@ -34,12 +34,11 @@ class DepthFirst(Placement):
     name = "depth-first"
 
     def choose(self, sim: Simulator, tasks: JobTasks, view: ClusterView) -> np.ndarray | None:
-        attempt = Tentative.on(view, tasks)
-        room = ServerRoom(attempt)
-        if not room.could_ever_fit():
+        room = ServerRoom.for_job(view, tasks)
+        if room is None:
             return None
         first = np.arange(len(room.free_gpus))  # the lowest index of those that hold it
-        return fill_server_by_server(attempt, room, lambda: first, lambda: -room.free_gpus)
+        return fill_server_by_server(room, lambda: first, lambda: -room.free_gpus)
 
 
 class BreadthFirst(Placement):
@@ -48,10 +47,10 @@ class BreadthFirst(Placement):
     name = "breadth-first"
 
     def choose(self, sim: Simulator, tasks: JobTasks, view: ClusterView) -> np.ndarray | None:
-        attempt = Tentative.on(view, tasks)
-        room = ServerRoom(attempt)
-        if not room.could_ever_fit():
+        room = ServerRoom.for_job(view, tasks)
+        if room is None:
             return None
+        attempt = room.attempt
         servers = np.flatnonzero(room.takes_some()).tolist()
         while servers:
             with_room = []

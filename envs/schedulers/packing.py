@@ -44,7 +44,7 @@ def _pack_any(attempt: Tentative, allowed: np.ndarray | None) -> np.ndarray | No
     room = ServerRoom(attempt, allowed)
     if not room.could_ever_fit():
         return None
-    return fill_server_by_server(attempt, room, lambda: room.free_gpus, lambda: -room.free_gpus)
+    return fill_server_by_server(room, lambda: room.free_gpus, lambda: -room.free_gpus)
 
 
 def _pack_alike(attempt: Tentative, allowed: np.ndarray | None) -> np.ndarray | None:

@@ -192,10 +192,12 @@ def play(
     """Average JCT (s) of the workload played by :class:`FixedPriorities` with
     ``placement`` (backfilling, as every heuristic of the table); with ``placements`` and
     ``choice``, each job with its own of them (:class:`PerJobPlacement`)."""
-    chosen: Placement = PLACEMENTS[placement](np.random.default_rng(0))
+    chosen: Placement
     if placements and choice is not None:
         built = [PLACEMENTS[name](np.random.default_rng(0)) for name in placements]
         chosen = PerJobPlacement(built, choice)
+    else:
+        chosen = PLACEMENTS[placement](np.random.default_rng(0))
     scheduler = Scheduler(FixedPriorities(rank, patient, patience), chosen)
     result = simulate(cluster, workload, scheduler, f"{FixedPriorities.name}+{chosen.name}", config)
     return float(result.metrics()["avg_jct"])
@@ -231,11 +233,10 @@ def search_priorities(
     rank, patient, patience = starting_point(cluster, workload, config, start)
     several = len(names) > 1
     choice = np.zeros(len(rank), dtype=np.int64)
+    per_job = names if several else ()  # one placement: play it without PerJobPlacement
 
     def cost(rank: np.ndarray, patient: np.ndarray, choice: np.ndarray) -> float:
-        if not several:
-            return play(cluster, workload, config, placement, rank, patient, patience)
-        return play(cluster, workload, config, placement, rank, patient, patience, names, choice)
+        return play(cluster, workload, config, placement, rank, patient, patience, per_job, choice)
 
     current = start_cost = cost(rank, patient, choice)
     best, best_state = start_cost, (rank, patient, choice)

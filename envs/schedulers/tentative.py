@@ -216,6 +216,13 @@ class ServerRoom:
         self.kinds = attempt.tasks.kinds
         self.capacity = [attempt.server_capacity(kind) for kind in self.kinds]
 
+    @classmethod
+    def for_job(cls, view: ClusterView, tasks: JobTasks) -> ServerRoom | None:
+        """The room of a fresh attempt at placing ``tasks`` on what ``view`` has free, or
+        None when the job could never fit there (:meth:`could_ever_fit`)."""
+        room = cls(Tentative.on(view, tasks))
+        return room if room.could_ever_fit() else None
+
     def could_ever_fit(self) -> bool:
         """Whether each kind fits in the allowed servers taken together (exact per kind)."""
         for kind, capacity in zip(self.kinds, self.capacity, strict=True):
@@ -262,7 +269,6 @@ class ServerRoom:
 
 
 def fill_server_by_server(
-    attempt: Tentative,
     room: ServerRoom,
     whole_rank: Callable[[], np.ndarray],
     partial_rank: Callable[[], np.ndarray],
@@ -277,6 +283,7 @@ def fill_server_by_server(
     The walk of 002's packing (:mod:`.packing`), 004's depth-first (:mod:`.nodes`) and
     001's Tetris (:mod:`.tetris`), which differ only in their ranks.
     """
+    attempt = room.attempt
     while True:
         todo = attempt.unplaced
         if not len(todo):

@@ -54,14 +54,14 @@ class Tetris(Placement):
     name = "tetris"
 
     def choose(self, sim: Simulator, tasks: JobTasks, view: ClusterView) -> np.ndarray | None:
-        attempt = Tentative.on(view, tasks)
-        room = ServerRoom(attempt)
-        if not room.could_ever_fit():
+        room = ServerRoom.for_job(view, tasks)
+        if room is None:
             return None
+        attempt = room.attempt
         cluster = attempt.cluster
         gpu_capacity, core_capacity = server_sums(cluster, cluster.group_gpus, cluster.socket_cores)
 
         def best_aligned() -> np.ndarray:
             return -alignment(attempt, room, gpu_capacity, core_capacity)
 
-        return fill_server_by_server(attempt, room, best_aligned, best_aligned)
+        return fill_server_by_server(room, best_aligned, best_aligned)

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from envs.validation import is_number
+
 SHARED = -1
 """Partition id of a switch that belongs to no partition (a top-tier switch)."""
 
@@ -113,11 +115,6 @@ def shown(values: object) -> object:
     if not is_sequence(values):
         return repr(values)
     return [value.item() if isinstance(value, np.generic) else value for value in values]
-
-
-def is_number(value: object) -> bool:
-    """True for a real number, numpy's included; bool is refused (``True`` is no size)."""
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
 def require_bandwidths(name: str, values: object, count: int, meaning: str) -> None:
