@@ -48,9 +48,20 @@ class Deadline:
     """One deadline shared by every run of a comparison, and the outage it reports once
     (on stderr, when it starts and when it ends)."""
 
-    def __init__(self, tracking_uri: str, retry_for_s: float = RETRY_FOR_S) -> None:
+    def __init__(
+        self,
+        tracking_uri: str,
+        retry_for_s: float = RETRY_FOR_S,
+        *,
+        retried: str = "the evaluation runs are retried",
+        resumed: str = "evaluation runs logged",
+    ) -> None:
+        """``retried`` and ``resumed`` word the outage's lines: what is tried again (for up
+        to ``retry_for_s``) and what goes on once the server answers."""
         self.tracking_uri = tracking_uri
         self.retry_for_s = retry_for_s
+        self.retried = retried
+        self.resumed = resumed
         self.ends = time.monotonic() + retry_for_s
         self.outage_since: float | None = None
 
@@ -61,8 +72,8 @@ class Deadline:
         if self.outage_since is None:
             self.outage_since = now
             print(
-                f"MLflow: cannot reach {self.tracking_uri} ({type(error).__name__}); the "
-                f"evaluation runs are retried for up to {self.retry_for_s:g} s",
+                f"MLflow: cannot reach {self.tracking_uri} ({type(error).__name__}); "
+                f"{self.retried} for up to {self.retry_for_s:g} s",
                 file=sys.stderr,
                 flush=True,
             )
@@ -76,7 +87,7 @@ class Deadline:
         if self.outage_since is not None:
             print(
                 f"MLflow: {self.tracking_uri} reachable again after "
-                f"{time.monotonic() - self.outage_since:.0f} s; evaluation runs logged",
+                f"{time.monotonic() - self.outage_since:.0f} s; {self.resumed}",
                 file=sys.stderr,
                 flush=True,
             )

@@ -22,7 +22,6 @@ import itertools
 import json
 import math
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ from tune.experiment import (
     quantized_ints,
     set_dotted,
 )
-from tune.mlflow_retry import Deadline
+from tune.mlflow_retry import RETRY_FOR_S, Deadline
 from tune.selection import checkpoint_by_score, result_value
 
 #: AlgorithmSection fields under the names RLlib's config dict uses.
@@ -86,15 +85,17 @@ def probe_values(spec: dict[str, Any]) -> list[Any]:
         drawn = quantized_ints(*args)
         return [drawn[0], drawn[-1]]
     low, high = float(args[0]), float(args[1])
-    inside = _fractional_inside(name, args) if low.is_integer() and high.is_integer() else None
+    inside = _fractional_inside(name, low, high, args)
     return [low, high] if inside is None else [low, inside, high]
 
 
-def _fractional_inside(name: str, args: list[float]) -> float | None:
-    """A value strictly between the whole-number bounds of a float distribution that is
-    not a whole number and that the distribution draws; None when it draws whole numbers
-    only (``quniform`` with a whole step)."""
-    low, high = float(args[0]), float(args[1])
+def _fractional_inside(name: str, low: float, high: float, args: list[float]) -> float | None:
+    """A value strictly between the whole-number bounds ``low`` and ``high`` of a float
+    distribution that is not a whole number and that the distribution draws; None when
+    a bound is fractional (the bound itself is probed) or the distribution draws whole
+    numbers only (``quniform`` with a whole step)."""
+    if not (low.is_integer() and high.is_integer()):
+        return None
     if name == "quniform":
         step = float(args[2])
         # The bounds are multiples of the step: low + step is drawn, and fractional.
@@ -197,7 +198,7 @@ class KeepInRange:
 
     def __init__(self, space: dict[str, dict[str, Any]]) -> None:
         self.ranges = {
-            RLLIB_NAMES.get(_rllib_key(key), _rllib_key(key)): spec
+            _config_dict_key(key): spec
             for key, spec in space.items()
             if next(iter(spec)) not in ("choice", "grid")
         }
@@ -370,6 +371,12 @@ def _rllib_key(key: str) -> str:
     return key.split(".")[-1]
 
 
+def _config_dict_key(key: str) -> str:
+    """The name an ``algorithm.*`` sweep key has in a trial's RLlib config dict."""
+    name = _rllib_key(key)
+    return RLLIB_NAMES.get(name, name)
+
+
 def param_space(experiment: ExperimentConfig) -> Any:
     """The experiment's AlgorithmConfig with the sweep's distributions in place of the
     swept values (seeded with the first training seed). A swept
@@ -423,10 +430,7 @@ def tune_config(experiment: ExperimentConfig, num_samples: int | None = None) ->
             brackets=int(settings.get("brackets", 1)),
         )
     elif sweep.scheduler == "pbt":
-        mutations = {
-            RLLIB_NAMES.get(_rllib_key(key), _rllib_key(key)): mutation(spec)
-            for key, spec in sweep.space.items()
-        }
+        mutations = {_config_dict_key(key): mutation(spec) for key, spec in sweep.space.items()}
         # Tune's PBT, but a trial restores what it exploits from a copy in its own folder:
         # the strong trial's own copy may be deleted before (or long after, on --resume)
         # the weak one restarts (tune/pbt.py).
@@ -476,8 +480,7 @@ def swept_params(config: dict[str, Any], experiment: ExperimentConfig) -> dict[s
     for key in sweep_of(experiment).space:
         parts = key.split(".")
         if parts[0] == "algorithm":
-            name = _rllib_key(key)
-            node: Any = config.get(RLLIB_NAMES.get(name, name), config.get(name))
+            node: Any = config.get(_config_dict_key(key), config.get(_rllib_key(key)))
         else:
             section = "_model_config" if parts[0] == "model" else "env_config"
             node = config.get(section, config.get(section.lstrip("_"), {}))
@@ -661,32 +664,15 @@ def finish_sweep(
     return payload
 
 
-class ParentRunDeadline(Deadline):
-    """:class:`tune.mlflow_retry.Deadline`, its outage lines naming the sweep's parent run
-    (the deadline's own lines name the evaluation runs)."""
-
-    def wait_or_raise(self, error: BaseException, pause: float) -> float:
-        """The deadline's own, with its first line about the parent run."""
-        if self.outage_since is None:
-            print(
-                f"MLflow: cannot reach {self.tracking_uri} ({type(error).__name__}); the "
-                f"sweep's parent run is updated again for up to {self.retry_for_s:g} s",
-                file=sys.stderr,
-                flush=True,
-            )
-            self.outage_since = time.monotonic()  # reported: the deadline's own line is not
-        return super().wait_or_raise(error, pause)
-
-    def reached(self) -> None:
-        """A request got through: report the end of an outage."""
-        if self.outage_since is not None:
-            print(
-                f"MLflow: {self.tracking_uri} reachable again after "
-                f"{time.monotonic() - self.outage_since:.0f} s; updating the parent run",
-                file=sys.stderr,
-                flush=True,
-            )
-            self.outage_since = None
+def parent_run_deadline(tracking_uri: str, retry_for_s: float = RETRY_FOR_S) -> Deadline:
+    """A :class:`tune.mlflow_retry.Deadline` whose outage lines name the sweep's parent run
+    (the default wording names the evaluation runs)."""
+    return Deadline(
+        tracking_uri,
+        retry_for_s,
+        retried="the sweep's parent run is updated again",
+        resumed="updating the parent run",
+    )
 
 
 def close_parent_run(
@@ -707,7 +693,7 @@ def close_parent_run(
     from tune.mlflow_retry import outage_errors, retrying
 
     if deadline is None:
-        deadline = ParentRunDeadline(tracking_uri)
+        deadline = parent_run_deadline(tracking_uri)
     client = MlflowClient(tracking_uri=tracking_uri)
     lacks: list[str] = []
     failure: BaseException | None = None

@@ -32,17 +32,16 @@ ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "data" / "configs" / "tiny.yaml"
 
 
-def with_sweep(path: Path = TINY, overrides: dict | None = None, **sweep: object):
-    """``path``'s experiment, its sections updated by ``overrides``, with ``sweep``."""
-    data = load_config(path).to_dict()
-    for section, values in (overrides or {}).items():
-        data[section] = {**data[section], **values}
+def with_sweep(path: Path = TINY, overrides: tuple[str, ...] = (), **sweep: object):
+    """``path``'s experiment with the ``--set`` ``overrides``, with ``sweep`` (FIFO unless
+    it names a scheduler)."""
+    data = load_config(path, list(overrides)).to_dict()
     return config_from_dict({**data, "sweep": {"scheduler": "fifo", **sweep}})
 
 
 # --- a swept credit rule -------------------------------------------------------------------
 
-UNDISCOUNTED = {"algorithm": {"gamma": 1.0, "lambda_": 1.0}}
+UNDISCOUNTED = ("algorithm.gamma=1.0", "algorithm.lambda_=1.0")
 
 
 def test_a_credit_sweep_that_can_draw_job_samples_whole_episodes_with_the_callback() -> None:
@@ -301,7 +300,7 @@ def test_a_per_agent_sweep_must_keep_the_agents() -> None:
     """Every trial got the k=4 environment's four modules, k=6 trials included."""
     topology = {"environment.config.topology_params.k": {"choice": [4, 6]}}
     with pytest.raises(ConfigError) as caught:
-        check_sweep(with_sweep(overrides={"model": {"sharing": "per-agent"}}, space=topology))
+        check_sweep(with_sweep(overrides=("model.sharing=per-agent",), space=topology))
     assert str(caught.value) == (
         "sweep.space.environment.config.topology_params.k=6: the environment has 6 agents "
         "(scheduler_0 .. scheduler_5) where environment.config has 4 (scheduler_0 .. "
@@ -311,7 +310,7 @@ def test_a_per_agent_sweep_must_keep_the_agents() -> None:
     )
     check_sweep(with_sweep(space=topology))  # one shared module fits any topology
     rate = {"environment.config.workload_params.rate": {"choice": [1.0, 3.0]}}
-    check_sweep(with_sweep(overrides={"model": {"sharing": "per-agent"}}, space=rate))
+    check_sweep(with_sweep(overrides=("model.sharing=per-agent",), space=rate))
 
 
 # --- the end of a sweep against MLflow -----------------------------------------------------
@@ -341,7 +340,7 @@ def tune_results(tmp_path: Path) -> tuple[list, object]:
 
 def sweep_experiment(name: str):
     return with_sweep(
-        overrides={"tracking": {"experiment": name}},
+        overrides=(f"tracking.experiment={name}",),
         space={"algorithm.lr": {"choice": [1e-4, 3e-4]}},
     )
 
@@ -419,14 +418,14 @@ def test_the_parent_run_ends_after_an_outage(gated_mlflow, tmp_path: Path, capsy
 def test_an_outage_past_the_deadline_keeps_the_summary(
     gated_mlflow, tmp_path: Path, capsys
 ) -> None:
-    from tune.search import ParentRunDeadline
+    from tune.search import parent_run_deadline
 
     gate, uri = gated_mlflow
     experiment = sweep_experiment("sweep-lost")
     parent = parent_run(uri, "sweep-lost")
     results, best = tune_results(tmp_path)
     gate.close()
-    payload = finish_sweep(experiment, results, best, uri, parent, ParentRunDeadline(uri, 2.0))
+    payload = finish_sweep(experiment, results, best, uri, parent, parent_run_deadline(uri, 2.0))
     assert payload["best_trial"] == "PPO_1" and payload["status"] == "FINISHED"
     assert payload["parent_run_error"].startswith(
         f"MLflow parent run {parent} at {uri}: best_episode_return_mean=-2 not logged and not "
