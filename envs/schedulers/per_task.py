@@ -80,9 +80,10 @@ class LoadBalancing(PerTaskPlacement):
 
     def prepare(self, sim: Simulator, tasks: JobTasks, view: ClusterView) -> _LoadContext:
         cluster = view.cluster
-        server_gpus, server_cores = server_sums(cluster, cluster.group_gpus, cluster.socket_cores)
         free_gpus, free_cores = server_sums(cluster, view.free_gpus, view.free_cores)
-        server_gpus, server_cores = server_gpus.astype(np.float64), server_cores.astype(np.float64)
+        # The cluster's own per-server totals (cached), as floats for the load's ratios.
+        server_gpus = cluster.server_gpus.astype(np.float64)
+        server_cores = cluster.server_cores.astype(np.float64)
         load = (server_gpus - free_gpus) / server_gpus + (server_cores - free_cores) / server_cores
         return _LoadContext(server_gpus, server_cores, load)
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import numpy as np
 
 from envs.schedulers.base import Placement
-from envs.schedulers.capacity import server_sums
 from envs.schedulers.tasks import JobTasks
 from envs.schedulers.tentative import ServerRoom, Tentative, fill_server_by_server
 from envs.schedulers.view import ClusterView
@@ -59,7 +58,7 @@ class Tetris(Placement):
             return None
         attempt = room.attempt
         cluster = attempt.cluster
-        gpu_capacity, core_capacity = server_sums(cluster, cluster.group_gpus, cluster.socket_cores)
+        gpu_capacity, core_capacity = cluster.server_gpus, cluster.server_cores
 
         def best_aligned() -> np.ndarray:
             return -alignment(attempt, room, gpu_capacity, core_capacity)
