@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from envs.sim import LINK_SHARING
-from envs.validation import MappingConfig, int_at_least, one_of, positive_number
+from envs.validation import MappingConfig, int_at_least, is_number, one_of, positive_number
 from envs.workload import DEEPSHARE_MIXES
 
 #: 000 §VI: the five branches of RL-base and RL-Hybrid, by the weight W1 of the contention
@@ -105,31 +105,36 @@ class ContentionConfig(MappingConfig):
     max_steps: int | None = None
 
     def __post_init__(self) -> None:
-        int_at_least("nodes", self.nodes, 1)
-        int_at_least("gpus_per_node", self.gpus_per_node, 1)
-        positive_number("link_gbps", self.link_gbps)
-        if not isinstance(self.interference, bool):
+        # Every number is stored as a plain int or float: numpy scalars (what sweeps hand
+        # over) are accepted, but a config holding np.int64 would not serialise to JSON or
+        # YAML (MLflow parameters, saved experiment configs).
+        self._set("nodes", int_at_least("nodes", self.nodes, 1))
+        self._set("gpus_per_node", int_at_least("gpus_per_node", self.gpus_per_node, 1))
+        self._set("link_gbps", positive_number("link_gbps", self.link_gbps))
+        if not isinstance(self.interference, bool | np.bool_):
             raise ValueError(f"interference must be true or false, got {self.interference!r}")
+        self._set("interference", bool(self.interference))
         one_of("link_sharing", self.link_sharing, LINK_SHARING)
         if isinstance(self.mix, str):
             one_of("mix", self.mix, tuple(DEEPSHARE_MIXES))
         else:
-            object.__setattr__(self, "mix", _weights(self.mix))
-        int_at_least("num_jobs", self.num_jobs, 1)
-        object.__setattr__(self, "gpu_choices", self._checked_choices())
-        positive_number("job_hours", self.job_hours)
+            self._set("mix", _weights(self.mix))
+        self._set("num_jobs", int_at_least("num_jobs", self.num_jobs, 1))
+        self._set("gpu_choices", self._checked_choices())
+        self._set("job_hours", positive_number("job_hours", self.job_hours))
         if not (
-            isinstance(self.mean_interarrival_s, int | float)
-            and math.isfinite(self.mean_interarrival_s)
+            is_number(self.mean_interarrival_s)
+            and math.isfinite(self.mean_interarrival_s)  # type: ignore[arg-type]
             and self.mean_interarrival_s >= 0
         ):
             raise ValueError(
                 "mean_interarrival_s must be a finite number >= 0, got "
                 f"{self.mean_interarrival_s!r}"
             )
-        positive_number("round_s", self.round_s)
+        self._set("mean_interarrival_s", float(self.mean_interarrival_s))
+        self._set("round_s", positive_number("round_s", self.round_s))
         if self.candidates is not None:
-            int_at_least("candidates", self.candidates, 1)
+            self._set("candidates", int_at_least("candidates", self.candidates, 1))
             if self.candidates > len(self.gpu_choices):
                 raise ValueError(
                     f"candidates must be at most the number of distinct GPU demands "
@@ -138,27 +143,33 @@ class ContentionConfig(MappingConfig):
                 )
         one_of("mode", self.mode, MODES)
         one_of("fallback_placement", self.fallback_placement, PLACEMENT_RULES)
-        if self.preempt_cs is not None and not (
-            isinstance(self.preempt_cs, int | float) and self.preempt_cs > 1
-        ):
-            raise ValueError(f"preempt_cs must be a number > 1 or None, got {self.preempt_cs!r}")
-        if not (isinstance(self.restart_cost_s, int | float) and self.restart_cost_s >= 0):
+        if self.preempt_cs is not None:
+            if not (is_number(self.preempt_cs) and self.preempt_cs > 1):  # type: ignore[operator]
+                raise ValueError(
+                    f"preempt_cs must be a number > 1 or None, got {self.preempt_cs!r}"
+                )
+            self._set("preempt_cs", float(self.preempt_cs))  # type: ignore[arg-type]
+        if not (is_number(self.restart_cost_s) and self.restart_cost_s >= 0):
             raise ValueError(f"restart_cost_s must be a number >= 0, got {self.restart_cost_s!r}")
-        if not (
-            isinstance(self.w1, int | float) and not isinstance(self.w1, bool) and 0 <= self.w1 <= 1
-        ):
+        self._set("restart_cost_s", float(self.restart_cost_s))
+        if not (is_number(self.w1) and 0 <= self.w1 <= 1):
             raise ValueError(f"w1 must be a number in [0, 1] (W2 = 1 - w1), got {self.w1!r}")
+        self._set("w1", float(self.w1))
         one_of("contention_term", self.contention_term, CONTENTION_TERMS)
         one_of("profile", self.profile, PROFILE_ENCODINGS)
-        positive_number("horizon_s", self.horizon_s)
+        self._set("horizon_s", positive_number("horizon_s", self.horizon_s))
         if self.max_steps is not None:
-            int_at_least("max_steps", self.max_steps, 1)
+            self._set("max_steps", int_at_least("max_steps", self.max_steps, 1))
         if self.num_node_subsets > MAX_NODE_SUBSETS:
             raise ValueError(
                 f"{self.nodes} nodes give {self.num_node_subsets} placement options per job "
                 f"(node subsets of 1, 2, 4, ... nodes); at most {MAX_NODE_SUBSETS} are "
                 "supported -- use fewer nodes"
             )
+
+    def _set(self, name: str, value: object) -> None:
+        """Store the checked, plain-Python ``value`` of field ``name`` (the config is frozen)."""
+        object.__setattr__(self, name, value)
 
     def _checked_choices(self) -> tuple[int, ...]:
         choices = self.gpu_choices
@@ -237,13 +248,20 @@ class ContentionConfig(MappingConfig):
 
 
 def _weights(values: object) -> tuple[float, ...]:
-    try:
-        weights = tuple(float(v) for v in values)  # type: ignore[attr-defined]
-    except (TypeError, ValueError):
+    if isinstance(values, str | bytes) or not hasattr(values, "__iter__"):
         raise ValueError(
             f"mix must be one of {', '.join(DEEPSHARE_MIXES)} or six weights, got {values!r}"
-        ) from None
-    if len(weights) != 6 or min(weights) < 0 or not sum(weights) > 0:
+        )
+    given = tuple(values)  # type: ignore[call-overload]
+    # float() alone would read True as 1 and "2" as 2: weights are numbers, numpy's included.
+    weights = tuple(float(v) for v in given if is_number(v))
+    if (
+        len(given) != 6
+        or len(weights) != 6
+        or not all(map(math.isfinite, weights))
+        or min(weights) < 0
+        or not sum(weights) > 0
+    ):
         raise ValueError(
             "mix weights must be six numbers >= 0 (GNN, IMG, DLRM, LM, FSDP, MoE) with a "
             f"positive sum, got {values!r}"

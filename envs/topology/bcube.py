@@ -43,12 +43,14 @@ class BCubeSpec:
         require_int("BCube n", self.n, 2)
         k = require_int("BCube k", self.k, 0)
         if self.bandwidth_gbps is not None:
-            require_bandwidths(
+            # Stored as plain floats so the frozen spec stays hashable (an array is not).
+            bandwidths = require_bandwidths(
                 "BCube bandwidth_gbps",
                 self.bandwidth_gbps,
                 k + 1,
                 f"k+1 = {k + 1} values (one per level)",
             )
+            object.__setattr__(self, "bandwidth_gbps", bandwidths)
         if self.partition_level is not None:
             level = require_int("BCube partition_level", self.partition_level, 0)
             if level > self.k:

@@ -28,12 +28,14 @@ class FatTreeSpec:
         k = require_int("fat-tree k", self.k, 2)
         if k % 2:
             raise ValueError(f"fat-tree k must be an even integer >= 2, got {k}")
-        require_bandwidths(
+        # Stored as plain floats so the frozen spec stays hashable (a numpy array is not).
+        bandwidths = require_bandwidths(
             "fat-tree bandwidth_gbps",
             self.bandwidth_gbps,
             3,
             "3 values (server-edge, edge-aggregation, aggregation-core)",
         )
+        object.__setattr__(self, "bandwidth_gbps", bandwidths)
 
     def plan(self) -> NetworkPlan:
         """The fat-tree's network."""

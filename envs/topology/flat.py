@@ -28,7 +28,8 @@ class FlatSpec:
             require_int("flat gpus_per_server", self.gpus_per_server, 1)
             if self.server is not None:
                 raise ValueError("flat cluster: give gpus_per_server or a server preset, not both")
-        require_positive("flat host_gbps", [self.host_gbps])
+        (host_gbps,) = require_positive("flat host_gbps", [self.host_gbps])
+        object.__setattr__(self, "host_gbps", host_gbps)
 
     @property
     def architecture(self) -> str | ServerArchitecture:

@@ -106,7 +106,10 @@ def is_sequence(value: object) -> bool:
     A string is a sequence to Python but never a list of numbers here; refusing it keeps
     ``"22"`` from reading as two racks of ``"2"``.
     """
-    return isinstance(value, Sequence | np.ndarray) and not isinstance(value, str | bytes)
+    if isinstance(value, np.ndarray):
+        # A 0-d array (``np.array(10.0)``) holds one number and has no len().
+        return value.ndim >= 1
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 
 def shown(values: object) -> object:
@@ -117,23 +120,36 @@ def shown(values: object) -> object:
     return [value.item() if isinstance(value, np.generic) else value for value in values]
 
 
-def require_bandwidths(name: str, values: object, count: int, meaning: str) -> None:
-    """Raise ValueError unless ``values`` is a sequence of ``count`` positive finite numbers.
+def require_bandwidths(name: str, values: object, count: int, meaning: str) -> tuple[float, ...]:
+    """The ``count`` bandwidths in ``values`` as a tuple of plain floats; ValueError unless
+    ``values`` is a sequence (list, tuple, 1-d numpy array) of positive finite numbers.
 
     ``meaning`` completes "``name`` needs ...", e.g. ``"3 values (server-edge, ...)"``.
+    Specs store the returned tuple: a numpy array there would make the frozen spec
+    unhashable and its ``==`` ambiguous.
     """
-    if not is_sequence(values) or len(values) != count:
+    if not is_sequence(values) or len(values) != count:  # type: ignore[arg-type]
         raise ValueError(f"{name} needs {meaning}, got {shown(values)}")
-    require_positive(name, values)
+    return require_positive(name, values)  # type: ignore[arg-type]
 
 
-def require_positive(name: str, values: Sequence[float] | np.ndarray) -> None:
-    """Raise ValueError unless every bandwidth in ``values`` is a positive finite number."""
+def require_positive(name: str, values: Sequence[object] | np.ndarray) -> tuple[float, ...]:
+    """``values`` as plain floats; ValueError unless each is a positive finite number.
+
+    Numpy scalars (``np.float64(10.0)``, ``np.int64(40)``) are numbers like any other; a
+    numpy array where one number belongs is refused with its own message.
+    """
     for value in values:
+        if isinstance(value, np.ndarray):
+            raise ValueError(
+                f"{name} must be numbers (Gbps), not numpy arrays, got {shown(values)}; "
+                "pass each as a number (float(x) or x.item() of a one-element array)"
+            )
         # An infinite link would turn every capacity sum (the bisection's max flow
         # among them) into inf or nan.
-        if not is_number(value) or not (math.isfinite(value) and value > 0):
+        if not is_number(value) or not (math.isfinite(value) and value > 0):  # type: ignore[arg-type]
             raise ValueError(f"{name} must be positive finite numbers (Gbps), got {shown(values)}")
+    return tuple(float(value) for value in values)  # type: ignore[arg-type]
 
 
 def require_int(name: str, value: object, minimum: int) -> int:

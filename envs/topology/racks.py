@@ -45,12 +45,18 @@ class RacksSpec:
                     f"every rack needs at least 1 machine, got racks={shown(self.racks)}"
                 )
         require_int("racks ports_per_server", self.ports_per_server, 1)
-        require_positive("racks host_gbps/uplink_gbps", [self.host_gbps, self.uplink_gbps])
+        host_gbps, uplink_gbps = require_positive(
+            "racks host_gbps/uplink_gbps", [self.host_gbps, self.uplink_gbps]
+        )
+        # Plain Python values: a numpy array of rack sizes would make the frozen spec
+        # unhashable and its == ambiguous.
+        object.__setattr__(self, "racks", tuple(int(machines) for machines in self.racks))
+        object.__setattr__(self, "host_gbps", host_gbps)
+        object.__setattr__(self, "uplink_gbps", uplink_gbps)
 
     def plan(self) -> NetworkPlan:
         """The racks' network."""
-        # Plain ints: numpy counts would make the cluster's params unfit for JSON.
-        plan = NetworkPlan("racks", {"racks": [int(m) for m in self.racks]}, routing="tree")
+        plan = NetworkPlan("racks", {"racks": list(self.racks)}, routing="tree")
         tors = [plan.add_switch("tor", 0, rack) for rack in range(len(self.racks))]
         director = plan.add_switch("director", 1)
         for rack, machines in enumerate(self.racks):

@@ -36,9 +36,6 @@ def make_spec(topology: str, **params: Any) -> TopologySpec:
             f"unknown parameter(s) {', '.join(unknown)} for topology {topology!r}; "
             f"allowed: {', '.join(allowed)}"
         )
-    for key in ("bandwidth_gbps", "racks"):
-        if isinstance(params.get(key), list):
-            params[key] = tuple(params[key])
     server = params.get("server")
     if isinstance(server, str) and server not in SERVER_PRESETS and server not in SERVER_MIXES:
         raise ValueError(

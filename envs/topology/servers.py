@@ -33,12 +33,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from envs.topology.plan import require_int, require_positive
+from envs.topology.plan import is_sequence, require_int, require_positive, shown
 
 
 @dataclass(frozen=True)
 class Socket:
-    """One CPU socket: its cores and the GPU groups (GPU counts) behind its PCIe switches."""
+    """One CPU socket: its cores and the GPU groups (GPU counts) behind its PCIe switches.
+
+    ``gpu_groups`` holds one GPU count per group, even for a single group: ``(2,)`` is one
+    group of 2 GPUs, ``(1, 1)`` two groups of one, ``()`` a socket without GPUs. A bare
+    count is refused (``2`` could mean either of the first two), as are fractional counts;
+    :class:`ServerArchitecture` checks its sockets and stores them with plain ints.
+    """
 
     cores: int
     gpu_groups: tuple[int, ...]
@@ -46,7 +52,11 @@ class Socket:
 
 @dataclass(frozen=True)
 class ServerArchitecture:
-    """The inside of one server: sockets, their GPU groups, PCIe and inter-socket bandwidth."""
+    """The inside of one server: sockets, their GPU groups, PCIe and inter-socket bandwidth.
+
+    Numpy numbers are accepted and stored as plain Python ones, and lists as tuples, so the
+    architecture stays hashable and JSON-able.
+    """
 
     name: str
     sockets: tuple[Socket, ...]
@@ -54,21 +64,41 @@ class ServerArchitecture:
     qpi_gbps: float = 300.0
 
     def __post_init__(self) -> None:
-        if not self.sockets:
-            raise ValueError(f"server architecture {self.name!r} needs at least one CPU socket")
-        # Whole counts only: the cluster stores cores and GPUs in integer tables, where
-        # 8.5 cores or 2.5 GPUs would silently become 8 and 2.
-        for index, socket in enumerate(self.sockets):
-            where = f"server architecture {self.name!r}: socket {index}"
-            require_int(f"{where} cores", socket.cores, 1)
-            for gpus in socket.gpu_groups:
-                require_int(f"{where} GPUs per group", gpus, 1)
+        if not is_sequence(self.sockets) or not len(self.sockets):  # type: ignore[arg-type]
+            raise ValueError(
+                f"server architecture {self.name!r} needs at least one CPU socket: a list of "
+                f"Socket(cores, gpu_groups), got {shown(self.sockets)}"
+            )
+        object.__setattr__(
+            self, "sockets", tuple(self._checked_socket(i, s) for i, s in enumerate(self.sockets))
+        )
         if self.num_gpus == 0:
             raise ValueError(
                 f"server architecture {self.name!r} has no GPU; a GPU server needs one"
             )
-        for label, value in (("pcie_gbps", self.pcie_gbps), ("qpi_gbps", self.qpi_gbps)):
-            require_positive(f"server architecture {self.name!r}: {label}", [value])
+        for label in ("pcie_gbps", "qpi_gbps"):
+            (gbps,) = require_positive(
+                f"server architecture {self.name!r}: {label}", [getattr(self, label)]
+            )
+            object.__setattr__(self, label, gbps)
+
+    def _checked_socket(self, index: int, socket: object) -> Socket:
+        """``socket`` with plain int counts and a tuple of groups; ValueError naming it."""
+        where = f"server architecture {self.name!r}: socket {index}"
+        if not isinstance(socket, Socket):
+            raise ValueError(f"{where} must be a Socket(cores, gpu_groups), got {socket!r}")
+        # Whole counts only: the cluster stores cores and GPUs in integer tables, where
+        # 8.5 cores or 2.5 GPUs would silently become 8 and 2.
+        cores = require_int(f"{where} cores", socket.cores, 1)
+        if not is_sequence(socket.gpu_groups):
+            raise ValueError(
+                f"{where} gpu_groups must be a list of GPU counts, one per group (e.g. (2,) "
+                f"for one group of 2 GPUs, () for none), got {shown(socket.gpu_groups)}"
+            )
+        groups = tuple(
+            require_int(f"{where} GPUs per group", gpus, 1) for gpus in socket.gpu_groups
+        )
+        return Socket(cores, groups)
 
     @property
     def num_sockets(self) -> int:

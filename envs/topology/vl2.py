@@ -48,12 +48,14 @@ class VL2Spec:
                 f"split their ToRs in halves), got d_a={d_a}, d_i={d_i}"
             )
         require_int("VL2 servers_per_tor", self.servers_per_tor, 1)
-        require_bandwidths(
+        # Stored as plain floats so the frozen spec stays hashable (a numpy array is not).
+        bandwidths = require_bandwidths(
             "VL2 bandwidth_gbps",
             self.bandwidth_gbps,
             3,
             "3 values (server-ToR, ToR-aggregation, aggregation-intermediate)",
         )
+        object.__setattr__(self, "bandwidth_gbps", bandwidths)
 
     @property
     def ports_aggregation(self) -> int | None:

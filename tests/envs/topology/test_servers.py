@@ -150,3 +150,61 @@ def test_numpy_counts_and_bandwidths_make_the_same_cluster() -> None:
     assert cluster.socket_cores.tolist() == [12, 12]
     pcie = cluster.link_tier_names.index("pcie")
     assert cluster.link_gbps[cluster.link_tier == pcie].tolist() == [64.0, 64.0]
+
+
+SOCKET_GROUPS = (
+    "server architecture 'bad': socket 0 gpu_groups must be a list of GPU counts, one per "
+    "group (e.g. (2,) for one group of 2 GPUs, () for none), got "
+)
+
+
+@pytest.mark.parametrize(
+    ("sockets", "message"),
+    [
+        # A bare count is ambiguous (one group of 2 GPUs, or two groups?) and used to fail
+        # with Python's own "'int' object is not iterable", naming no field.
+        ((Socket(8, 2),), SOCKET_GROUPS + "2"),
+        ((Socket(8, np.int64(2)),), SOCKET_GROUPS + "np.int64(2)"),
+        ((Socket(8, None),), SOCKET_GROUPS + "None"),
+        ((Socket(8, "2"),), SOCKET_GROUPS + "'2'"),
+        # Not a Socket at all used to fail with "'int' object has no attribute 'cores'".
+        ((8,), "server architecture 'bad': socket 0 must be a Socket(cores, gpu_groups), got 8"),
+        (
+            Socket(8, (2,)),
+            "server architecture 'bad' needs at least one CPU socket: a list of "
+            "Socket(cores, gpu_groups), got Socket(cores=8, gpu_groups=(2,))",
+        ),
+    ],
+)
+def test_a_bare_gpu_count_or_a_non_socket_is_refused_naming_the_field(
+    sockets: object, message: str
+) -> None:
+    with pytest.raises(ValueError) as error:
+        ServerArchitecture("bad", sockets)  # type: ignore[arg-type]
+    assert str(error.value) == message
+
+
+def test_lists_and_numpy_numbers_are_stored_as_a_hashable_architecture() -> None:
+    # Lists used to be kept as given, so hash() (and any cache keyed on the server) failed.
+    given = ServerArchitecture(
+        "x",
+        [Socket(np.int64(8), [np.int32(2)]), Socket(8, np.array([1, 1]))],  # type: ignore[arg-type]
+        pcie_gbps=np.float32(64.0),
+        qpi_gbps=np.int64(300),
+    )
+    plain = ServerArchitecture("x", (Socket(8, (2,)), Socket(8, (1, 1))), pcie_gbps=64.0)
+    assert given == plain and hash(given) == hash(plain)
+    assert type(given.sockets) is tuple
+    assert all(type(s.cores) is int and type(s.gpu_groups) is tuple for s in given.sockets)
+    assert [type(g) for s in given.sockets for g in s.gpu_groups] == [int, int, int]
+    assert (type(given.pcie_gbps), type(given.qpi_gbps)) == (float, float)
+
+
+@pytest.mark.parametrize("gbps", [np.array(128.0), np.array([128.0])])
+def test_an_array_bandwidth_is_refused_with_one_message(gbps: np.ndarray) -> None:
+    with pytest.raises(ValueError) as error:
+        ServerArchitecture("bad", (Socket(8, (2,)),), pcie_gbps=gbps)  # type: ignore[arg-type]
+    assert str(error.value) == (
+        f"server architecture 'bad': pcie_gbps must be numbers (Gbps), not numpy arrays, got "
+        f"[{gbps!r}]; pass each as a number (float(x) or x.item() of a one-element array)"
+    )

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from envs.topology import build_cluster, describe_cluster
+from envs.topology import build_cluster, describe_cluster, make_spec
 
 
 @pytest.mark.parametrize(
@@ -170,3 +170,83 @@ def test_numpy_integer_seed_is_the_same_seed() -> None:
     given = build_cluster("fat-tree", k=4, server="mixed", seed=np.int64(3))
     plain = build_cluster("fat-tree", k=4, server="mixed", seed=3)
     assert given.server_architecture.tolist() == plain.server_architecture.tolist()
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "plain"),
+    [
+        (
+            "fat-tree",
+            {"bandwidth_gbps": np.array([10.0, 20.0, 40.0])},
+            {"bandwidth_gbps": (10.0, 20.0, 40.0)},
+        ),
+        (
+            "fat-tree",
+            {"bandwidth_gbps": [np.float32(10), np.int64(20), 40]},
+            {"bandwidth_gbps": (10.0, 20.0, 40.0)},
+        ),
+        ("vl2", {"bandwidth_gbps": np.array([1, 10, 10])}, {"bandwidth_gbps": (1.0, 10.0, 10.0)}),
+        (
+            "bcube",
+            {"n": 4, "k": 1, "bandwidth_gbps": np.array([10.0, 20.0])},
+            {"n": 4, "k": 1, "bandwidth_gbps": (10.0, 20.0)},
+        ),
+        ("racks", {"racks": np.array([2, 3])}, {"racks": (2, 3)}),
+        (
+            "racks",
+            {"host_gbps": np.float64(100.0), "uplink_gbps": np.int64(50)},
+            {"host_gbps": 100.0, "uplink_gbps": 50.0},
+        ),
+        ("flat", {"host_gbps": np.float32(10.0)}, {"host_gbps": 10.0}),
+    ],
+)
+def test_numpy_values_leave_the_spec_hashable_and_plain(
+    name: str, params: dict, plain: dict
+) -> None:
+    # A numpy array kept in a frozen spec made hash(spec) raise "unhashable type:
+    # 'numpy.ndarray'" and spec == spec raise "truth value of an array is ambiguous".
+    given = make_spec(name, **params)
+    expected = make_spec(name, **plain)
+    assert given == expected and hash(given) == hash(expected)
+    for field in (f for f in params if f not in ("n", "k")):
+        value = getattr(given, field)
+        parts = value if isinstance(value, tuple) else (value,)
+        assert type(value) in (tuple, float) and {type(p) for p in parts} <= {int, float}
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "message"),
+    [
+        # A 0-d array holds one number, not a list: it used to reach len() and fail with
+        # "len() of unsized object".
+        (
+            "fat-tree",
+            {"bandwidth_gbps": np.array(10.0)},
+            f"fat-tree bandwidth_gbps needs {FAT_TREE_BANDWIDTHS}, got array(10.)",
+        ),
+        (
+            "racks",
+            {"racks": np.array(2)},
+            "racks must be a non-empty list of machines per rack, got array(2)",
+        ),
+        (
+            "flat",
+            {"host_gbps": np.array([10.0])},
+            "flat host_gbps must be numbers (Gbps), not numpy arrays, got [array([10.])]; "
+            "pass each as a number (float(x) or x.item() of a one-element array)",
+        ),
+        (
+            "fat-tree",
+            {"bandwidth_gbps": np.ones((3, 1))},
+            "fat-tree bandwidth_gbps must be numbers (Gbps), not numpy arrays, got "
+            "[array([1.]), array([1.]), array([1.])]; pass each as a number (float(x) or "
+            "x.item() of a one-element array)",
+        ),
+    ],
+)
+def test_an_array_where_a_number_belongs_gets_one_clear_message(
+    name: str, params: dict, message: str
+) -> None:
+    with pytest.raises(ValueError) as error:
+        make_spec(name, **params)
+    assert str(error.value) == message
