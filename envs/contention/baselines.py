@@ -1,11 +1,13 @@
 """000 §VI's baselines for the contention-aware formulation: LAS, SRTF (and FIFO).
 
-Every round (``round_s``, the environment's cadence) a baseline ranks jobs with the
-matching :mod:`envs.schedulers` ordering -- ``las``: least attained GPU-seconds
-(Tiresias); ``srtf``: least remaining ideal time; ``fifo``: arrival -- and walks the
-queue in that order, placing every job the placement rule fits (backfilling), with the
-rule of :mod:`envs.contention.placement`: ``spread`` by default, as 000's reference
-scheduler places LAS and SRTF jobs (as many nodes as the job's shapes allow), or ``pack``.
+Every round (``round_s``, the environment's cadence) a baseline ranks jobs -- ``las``:
+least attained GPU-seconds (Tiresias, :class:`envs.schedulers.LeastAttainedService`);
+``srtf``: least remaining isolated time (:class:`IsolatedRemainingTime`: the time the job
+has left alone on its most concentrated placement, the time 000 sizes jobs by); ``fifo``:
+arrival -- and walks the queue in that order, placing every job the placement rule fits
+(backfilling), with the rule of :mod:`envs.contention.placement`: ``spread`` by default,
+as 000's reference scheduler places LAS and SRTF jobs (as many nodes as the job's shapes
+allow), or ``pack``.
 Both rules ignore contention, as LAS and SRTF do.
 
 **Preemption.** LAS and SRTF are preemptive (000's code preempts and re-ranks every
@@ -14,6 +16,16 @@ order while their GPUs fit in the cluster's total, and the running jobs not admi
 preempted (they keep their progress; a resumed job stalls ``restart_cost_s``). Admitted
 jobs keep their GPUs -- no migration -- and the freed GPUs go to the queue in rank
 order. FIFO is not preemptive. ``preemptive=`` overrides either default.
+
+**On 000's job sets** (every job one hour alone, all submitted at once) SRTF's keys tie
+at the start and a started job then has less left than any waiting one, so SRTF plays
+FIFO's schedule exactly. LAS is continuous (000 names it only by Tiresias' metric and
+the foreground-background queue of its [10], with no queues or thresholds): jobs of
+equal attained service take turns a round at a time, so same-size jobs share the GPUs
+until nearly all of them end together -- processor sharing, the worst order for the
+average JCT of equal-length jobs -- and LAS's average JCT is well above FIFO's. That is
+LAS on equal-length jobs, not a defect: its advantage needs job lengths that vary and are
+unknown, with jobs that arrive over time.
 
 How to run::
 
@@ -30,15 +42,10 @@ import numpy as np
 
 from envs.contention.config import PLACEMENT_RULES, ContentionConfig
 from envs.contention.core import contention_cluster, cs_distribution, simulator_config
-from envs.contention.jobs import generate_job_set, parse_jobs
+from envs.contention.jobs import concentrated_step_s, generate_job_set, parse_jobs
 from envs.contention.placement import PlacementOptions, node_free_gpus, task_groups
-from envs.schedulers import (
-    ClusterView,
-    FirstInFirstOut,
-    LeastAttainedService,
-    Ordering,
-    ShortestRemainingTimeFirst,
-)
+from envs.schedulers import ClusterView, FirstInFirstOut, LeastAttainedService, Ordering
+from envs.schedulers.base import by_key
 from envs.sim import SimulationResult, Simulator
 from envs.workload import Workload
 
@@ -58,11 +65,65 @@ SET_METRICS: tuple[str, ...] = (
 )
 
 
+#: Decimals (milliseconds) to which SRTF's remaining isolated time is rounded.
+_SRTF_DECIMALS = 3
+
+
+class IsolatedRemainingTime(Ordering):
+    """SRTF by the least remaining time alone, on the job's most concentrated placement.
+
+    000 names SRTF (its [11]) without saying how remaining time is estimated, and sizes
+    every job by its "expected training time in an isolated cluster" (§VI);
+    :mod:`envs.contention.jobs` sizes it with the price of one step alone
+    (:func:`~envs.contention.jobs.concentrated_step_s`: compute plus the collective at full
+    link bandwidth), so a job's remaining time is its remaining steps at that price. The
+    simulator's :meth:`~envs.sim.Simulator.expected_duration` (what
+    :class:`envs.schedulers.ShortestRemainingTimeFirst` ranks by) counts compute only,
+    which here is a fraction of the step that shrinks as a job communicates more (an hour
+    of MoE on 2 GPUs is 3 minutes of compute), so it ranked jobs by how much they
+    communicate and served the 1-GPU jobs, which communicate nothing, last.
+
+    Keys are rounded to milliseconds: sizing leaves a last-bit difference between jobs of
+    equal isolated time that would otherwise order them by model and GPU demand instead of
+    by arrival (:func:`~envs.schedulers.base.by_key`'s tie-break).
+    """
+
+    name = "srtf"
+
+    def __init__(self) -> None:
+        self._step_s: tuple[Simulator, np.ndarray] | None = None
+
+    def step_seconds(self, sim: Simulator) -> np.ndarray:
+        """Per job of ``sim``: seconds of one step alone, concentrated (cached per sim)."""
+        if self._step_s is None or self._step_s[0] is not sim:
+            workload = sim.workload
+            # A step's price depends on (model, GPUs) only: price each pair once.
+            pairs, inverse = np.unique(
+                np.column_stack([workload.model, workload.num_workers]),
+                axis=0,
+                return_inverse=True,
+            )
+            prices = np.array(
+                [concentrated_step_s(sim.cluster, int(m), int(g)) for m, g in pairs.tolist()]
+            )
+            self._step_s = (sim, prices[inverse.reshape(-1)])
+        return self._step_s[1]
+
+    def priority_keys(self, sim: Simulator, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Remaining isolated seconds of ``jobs``, running or waiting."""
+        jobs = np.asarray(jobs, dtype=np.int64)
+        steps_left = (sim.work_total[jobs] - sim.work_done[jobs]) / sim.num_workers[jobs]
+        return (np.round(steps_left * self.step_seconds(sim)[jobs], _SRTF_DECIMALS),)
+
+    def order(self, sim: Simulator, jobs: np.ndarray, view: ClusterView) -> np.ndarray:
+        return by_key(sim, jobs, *self.priority_keys(sim, jobs))
+
+
 def baseline_ordering(name: str) -> Ordering:
     """The :class:`~envs.schedulers.Ordering` of baseline ``name``."""
     orderings: dict[str, Ordering] = {
         "las": LeastAttainedService(),
-        "srtf": ShortestRemainingTimeFirst(),
+        "srtf": IsolatedRemainingTime(),
         "fifo": FirstInFirstOut(),
     }
     key = str(name).strip().lower()

@@ -56,6 +56,51 @@ def test_finish_times_by_hand(policy: str, finish: list[float]) -> None:
     assert result["preemptions"] == {"fifo": 0, "srtf": 0, "las": 28}[policy]
 
 
+def test_srtf_ranks_by_remaining_time_alone_not_by_compute_time() -> None:
+    # 000 sizes a job by its time alone (compute + communication). MoE communicates most
+    # of its step (000 Table I: comm/comp 13.79), GraphSage little, so the simulator's
+    # compute-only estimate calls the 1.5-h MoE job the shorter one.
+    jobs = [job("MoE", 8, 5400), job("GNN", 8, 3600)]
+    sim = finishes("srtf", jobs, **ONE_NODE)
+    assert sim.ideal_duration[0] < sim.ideal_duration[1]
+    # SRTF: GNN (1 h left) first, 0-3600; MoE (1.5 h) then, 3600-9000. Ranked by compute
+    # time, MoE would run 0-5400 and GNN 5400-9000.
+    np.testing.assert_allclose(sim.finish_time, [9000, 3600])
+    assert sim.preemptions.sum() == 0
+
+
+def test_srtf_is_fifo_when_every_job_has_the_same_time_alone() -> None:
+    # 000's sets: every job one hour alone, all submitted together. SRTF's keys tie at the
+    # start (ties go by arrival, then index: FIFO's order) and a started job then has
+    # less left than any waiting one, so nothing is preempted: FIFO's schedule, 1 h each.
+    jobs = [job("GNN", 8), job("FSDP", 8), job("MoE", 8)]
+    sim = finishes("srtf", jobs, **ONE_NODE)
+    # Compute-only keys would differ (GNN's longest), and serve MoE, FSDP, GNN.
+    assert sim.ideal_duration[2] < sim.ideal_duration[1] < sim.ideal_duration[0]
+    np.testing.assert_allclose(sim.finish_time, [3600, 7200, 10800])
+    assert sim.preemptions.sum() == 0
+    # The same on generated sets, whose sizing leaves last-bit differences between equal
+    # times alone: SRTF's keys are rounded so that those still tie.
+    params = {"num_jobs": 24, "gpu_choices": (1, 2, 4, 8), "job_hours": 0.5}
+    srtf = run_contention_baseline("srtf", seed=3, num_sets=3, **params)
+    fifo = run_contention_baseline("fifo", seed=3, num_sets=3, **params)
+    assert srtf["preemptions"] == 0
+    assert [s["avg_jct"] for s in srtf["sets"]] == [s["avg_jct"] for s in fifo["sets"]]
+
+
+def test_las_shares_the_gpus_among_equal_jobs_and_loses_to_fifo() -> None:
+    # Why LAS trails FIFO on 000's sets (every job 1 h alone, all at once), in small:
+    # three 1-h whole-node jobs. FIFO ends them at 1, 2 and 3 h (avg 2 h). LAS gives
+    # 300-s turns while their service is equal: 12 turns each, A B C A B C ..., so A's
+    # last turn is the 34th (ends 10200), B's the 35th, C's the 36th: avg 10500 s, 46%
+    # above FIFO, with 11 preemptions per job (every turn but its last).
+    jobs = [job("GNN", 8), job("GNN", 8), job("GNN", 8)]
+    np.testing.assert_allclose(finishes("fifo", jobs, **ONE_NODE).finish_time, [3600, 7200, 10800])
+    las = finishes("las", jobs, **ONE_NODE)
+    np.testing.assert_allclose(las.finish_time, [10200, 10500, 10800])
+    assert las.preemptions.tolist() == [11, 11, 11]
+
+
 def first_placements(jobs: list[dict], placement: str) -> list[list[int]]:
     """Nodes of each job after the first decision of FIFO with ``placement``."""
     config = ContentionConfig()
