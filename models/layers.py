@@ -157,24 +157,35 @@ class EdgeConditionedConv(MessagePassing):
         neighbourhood = self.propagate(edge_index, x=source, edge_attr=edge_attr) + self.bias
         return torch.relu(self.combine(torch.cat([x, neighbourhood], dim=-1)))
 
-    def dense_forward(self, x: Tensor, operator: Tensor) -> Tensor:
+    def dense_forward(self, x: Tensor, operator: Tensor, outputs: int | None = None) -> Tensor:
         """One convolution of a batch of graphs: ``x`` [B, N, in] and the graph's
         :func:`dense_operator` [B, N (1 + D), N] (built for this layer's aggregation) ->
-        [B, N, out]. Only for the "full" filter with "mean" or "sum".
+        [B, M, out] for the first ``M = outputs`` nodes (default all N). Only for the
+        "full" filter with "mean" or "sum".
 
         ``combine(cat[h_u, AGG + b])`` is linear before its ReLU, so the filter and the
         combination fold into one weight: one batched product gathers the ``1 + D``
         aggregates per node, and two matrix products apply the folded weight to them and
-        the combination's own half to ``h_u``.
+        the combination's own half to ``h_u``. A node's output reads only its own row of
+        the operator, so the first M outputs need only the operator's first M (1 + D)
+        rows: a network that reads only some nodes of its last layer (the placement
+        targets) computes only those, the same numbers as their rows of the full layer.
         """
         batch, num_nodes, _ = x.shape
-        gathered = torch.bmm(operator, x).view(batch * num_nodes, -1)
+        rows = num_nodes if outputs is None else outputs
+        coefficients = operator.shape[1] // num_nodes
+        if rows < num_nodes:
+            operator = operator[:, : rows * coefficients]
+            x_own = x[:, :rows]
+        else:
+            x_own = x
+        gathered = torch.bmm(operator, x).reshape(batch * rows, -1)
         own = self.combine.weight[:, : self.in_channels]
         neighbourhood = self.combine.weight[:, self.in_channels :]
         folded = self._stacked_filter() @ neighbourhood.t()
         bias = self.combine.bias + neighbourhood @ self.bias
-        itself = torch.addmm(bias, x.reshape(batch * num_nodes, -1), own.t())
-        return torch.relu(torch.addmm(itself, gathered, folded)).view(batch, num_nodes, -1)
+        itself = torch.addmm(bias, x_own.reshape(batch * rows, -1), own.t())
+        return torch.relu(torch.addmm(itself, gathered, folded)).view(batch, rows, -1)
 
     def _stacked_filter(self) -> Tensor:
         """Filter weights per coefficient, B first: [(1 + D) * in, out]."""

@@ -83,8 +83,7 @@ class PodGNNModule(TorchRLModule, ValueFunctionAPI):
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> Tensor:
         """Values [B] from the state, recomputed only when not passed in."""
         if embeddings is None:
-            obs = batch[Columns.OBS]
-            embeddings, _ = self.net.scheduler_states(obs, self.net.inner_embeddings(obs))
+            embeddings = self.net.states(batch[Columns.OBS])
         return self.net.value(embeddings)
 
 

@@ -266,6 +266,68 @@ def test_dense_and_scatter_networks_agree(name: str, monkeypatch: pytest.MonkeyP
     assert torch.allclose(net.value(dense_state), net.value(scatter_state), atol=1e-4)
 
 
+def test_the_dense_layer_computes_only_the_outputs_asked_for() -> None:
+    """``dense_forward(..., outputs=M)`` gives the first M rows of the full layer: a node's
+    output reads only its own operator rows (to float32 rounding: other product shapes)."""
+    from models.layers import EdgeConditionedConv, dense_operator
+
+    torch.manual_seed(5)
+    layer = EdgeConditionedConv(4, 6, edge_dim=3)
+    batch, nodes = 3, 7
+    edge_index = torch.randint(0, nodes, (batch, 2, 12))
+    edge_mask = torch.ones(batch, 12, dtype=torch.int8)
+    operator = dense_operator(edge_index, torch.rand(batch, 12, 3), edge_mask, nodes, "mean")
+    x = torch.randn(batch, nodes, 4)
+    full = layer.dense_forward(x, operator)
+    for outputs in (1, 3, nodes):
+        part = layer.dense_forward(x, operator, outputs)
+        assert part.shape == (batch, outputs, 6)
+        assert torch.allclose(part, full[:, :outputs], atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["fat-tree", "server-level"])
+def test_inner_embeddings_are_the_targets_rows_in_both_forms(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both forms return the first ``num_targets`` nodes' embeddings (the dense form's last
+    layer computes only those), and they agree to 1e-4."""
+    import models.pod_gnn
+
+    env = PodSchedulingEnv(num_jobs=20, **TOPOLOGIES[name])
+    space = env.observation_space(env.possible_agents[0])
+    batch = as_batch(space, list(observations(env).values()))
+    net = build(env)
+    with torch.no_grad():
+        dense = net.inner_embeddings(batch)
+        monkeypatch.setattr(models.pod_gnn, "DENSE_MAX_NODES", 0)
+        scatter = net.inner_embeddings(batch)
+    targets = min(batch["node_features"].shape[1], net.num_targets)
+    assert dense.shape == scatter.shape == (len(batch["node_features"]), targets, 32)
+    assert torch.allclose(dense, scatter, atol=1e-4)
+
+
+def test_states_of_a_large_batch_come_in_chunks_equal_to_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``states`` over more rows than STATE_CHUNK_ROWS (lowered to 3 here: 3 + 3 + 2 rows)
+    gives each row the state of the single pass (rows never mix; 1e-6 for the other
+    product shapes), and the critic's value of it."""
+    import models.pod_gnn
+
+    env = PodSchedulingEnv(num_jobs=20, **TOPOLOGIES["fat-tree"])
+    space = env.observation_space(env.possible_agents[0])
+    rows = list(observations(env, seed=0).values()) + list(observations(env, seed=1).values())
+    batch = as_batch(space, rows)
+    assert len(rows) == 8
+    net = build(env)
+    with torch.no_grad():
+        single, _ = net.scheduler_states(batch, net.inner_embeddings(batch))
+        monkeypatch.setattr(models.pod_gnn, "STATE_CHUNK_ROWS", 3)
+        chunked = net.states(batch)
+    assert chunked.shape == single.shape
+    assert torch.allclose(chunked, single, atol=1e-6)
+
+
 def test_graphs_without_edges_still_convolve() -> None:
     from models.layers import EdgeConditionedConv
 
