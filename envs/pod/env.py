@@ -17,7 +17,7 @@ server) of the job at the head of its queue. ``Discrete(A)``, ``A = M + (P - 1) 
   smaller partitions mask the rest;
 - ``M .. M+P-2``: forward the job to the ``j``-th other scheduler (in index order, see
   ``forward_targets``), which continues placing it; at most ``forward_limit`` forwards per
-  task, and only to schedulers with room for the task;
+  task, and only to schedulers with room for the task as the step begins (see below);
 - ``A-1``: wait -- send the job back to wait for the next interval (releasing the tasks
   claimed so far); for agents with nothing to place it is the only valid action.
 
@@ -27,6 +27,24 @@ masked-out action does nothing and costs ``illegal_action_penalty`` (RLlib's env
 sends unmasked random actions; nothing crashes). Agents act simultaneously; their actions
 are resolved in agent order. When no agent has anything left to place, the simulator runs
 to the next interval with waiting jobs, and the rewards of that stretch are paid.
+
+Every action is judged against the mask its agent saw: the state as the step began. A
+placement takes room in the agent's own partition only, and nothing another agent does in
+the step takes room there (a job starting moves its claims into the simulator, a job sent
+back frees them), so a placement its mask allowed always fits. A forward is carried out
+after every agent acted: the job goes to the front of the receiver's queue, ahead of the
+receiver's own job (whose claims stay held), with its claims kept. The room the sender's
+mask saw at the receiver may by then be gone, taken by the receiver's own placement in the
+same step. The receiver then meets the job at its head with a mask of the state after the
+step, as for any job: it places the task where room is left, forwards the job on (within
+``forward_limit``, to a scheduler with room), or sends it back to wait for the next
+interval, releasing all its claims -- its only legal action once the task may be forwarded
+no more. So no GPU or core is ever given twice, no job is lost or keeps a claim into the
+next round, and a task moves at most ``forward_limit`` times. No reward or penalty marks
+such a forward (it was legal); the rewards count what follows, the job's later start. The
+heuristic drivers never meet it (a plan forwards a job only onto room it keeps for it); a
+policy that forwards at random does, in about 5% of its forwards on the demo setting and
+30% on the contended one.
 
 Observation
 -----------

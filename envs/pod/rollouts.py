@@ -6,7 +6,10 @@ rounds when its placement would miss the best locality, then spreads it over ser
 a spread job runs slower and slows the jobs it shares links with. :class:`HoldImprovedPolicy`
 plays the same plan, except at every **hold candidate** -- a step at which an agent would
 place the first task of a job that the plan spreads over more than one server although
-the whole job fits in one server of the cluster. There it simulates the rest of the
+one server of the cluster, empty, could hold the whole job: its GPUs and its cores (the
+job's best locality is the server, as DSIF judges it: :func:`envs.schedulers.best_level`).
+A job too large for any server, by GPUs or by cores, is spread whatever happens, so
+holding it could not buy it locality. There it simulates the rest of the
 episode twice, on copies of the environment:
 
 - **as planned**: the heuristic from here on;
@@ -58,6 +61,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from envs.pod.heuristic import HeuristicPodPolicy
+from envs.schedulers import best_level
 
 if TYPE_CHECKING:
     from envs.pod.env import PodSchedulingEnv
@@ -129,13 +133,13 @@ def hold_candidates(
 ) -> list[tuple[str, int]]:
     """(agent, job) of every agent whose ``actions`` entry places the first task of a job:
     any such job under ``rule="first"``; under "spread" one that ``base``'s plan spreads
-    over servers though the whole job fits in one server."""
+    over servers though one server of the empty cluster could hold the whole job, its GPUs
+    and its cores (:func:`envs.schedulers.best_level` 0: DSIF's best locality)."""
     round_ = env.round
     if round_ is None:
         return []
     wait = env.builder.num_actions - 1
     cluster, sim = env.cluster, env.sim
-    largest = float(cluster.server_gpus.max())
     found = []
     for index, agent in enumerate(env.possible_agents):
         action = actions.get(agent)
@@ -150,8 +154,10 @@ def hold_candidates(
         groups = base.plan[head.job]
         if len(np.unique(cluster.group_server[groups])) < 2:
             continue
-        task_gpus, _ = sim.task_demands(head.job, len(groups) - int(sim.num_ps[head.job]))
-        if float(np.sum(task_gpus)) <= largest:
+        # Level 0 is the server. Judged by GPUs alone, a job whose cores no server has
+        # (4 workers of 3 cores and 4 parameter servers of 2 on a server of 16) was a
+        # candidate that holding can never consolidate.
+        if best_level(sim, head.job) == 0:
             found.append((agent, head.job))
     return found
 

@@ -14,6 +14,7 @@ from envs.pod.heuristic import HeuristicPodPolicy
 from envs.schedulers import PreemptionSettings, make_scheduler
 from envs.sim import JobStatus, SimulationResult, SimulatorConfig
 from envs.sim.runner import simulate
+from envs.workload import DEFAULT_CATALOG, Workload
 
 SETTINGS = {
     "fat-tree": {"topology": "fat-tree", "topology_params": {"k": 4}},
@@ -163,6 +164,87 @@ def test_an_agent_with_nothing_to_place_pays_for_a_masked_action_too() -> None:
     assert env.current_masks()[0].tolist() == [0] * wait + [1]
     _, rewards, _, _, infos = env.step({**dict.fromkeys(env.agents, wait), idle: 0})
     assert infos[idle]["illegal_action"] and rewards[idle] == pytest.approx(-0.5)
+
+
+def one_server_per_scheduler(forward_limit: int) -> PodSchedulingEnv:
+    """Two schedulers of one power8 server each (scheduler_0: GPU groups 0 and 1,
+    scheduler_1: groups 2 and 3; 2 GPUs and a socket of 8 cores each) and two jobs of two
+    workers of 2 GPUs and 1 core (100 epochs: they run past the next interval), arriving
+    together: job 0 at scheduler_0, job 1 at scheduler_1. Device level, so the actions
+    are 0 and 1 (place on the scheduler's first or second group), 2 (forward to the other
+    scheduler) and 3 (wait)."""
+    env = PodSchedulingEnv(
+        topology="racks",
+        topology_params={"racks": [1, 1]},
+        server="power8",
+        home="partition",
+        forward_limit=forward_limit,
+    )
+    workload = Workload(
+        arrival_time=np.zeros(2),
+        model=np.zeros(2, dtype=np.int64),
+        num_workers=np.array([2, 2]),
+        worker_demand=np.array([[2.0, 1.0], [2.0, 1.0]]),
+        epochs=np.full(2, 100.0),
+        iterations_per_epoch=np.full(2, 1000),
+        catalog_name=DEFAULT_CATALOG,
+        partition=np.array([0, 1]),
+    )
+    env.reset(seed=0, options={"workload": workload})
+    return env
+
+
+@pytest.mark.parametrize("forward_limit", [1, 2])
+def test_a_forward_whose_room_the_receiver_takes_in_the_same_step(forward_limit: int) -> None:
+    """A forward is judged by the mask of the state the step began in, and the receiver's
+    own placement in the same step may take the room that mask saw. Then the job waits at
+    the front of the receiver's queue, its claims kept, and the receiver's next mask (of
+    the state after the step) offers what is left: forward it on while the limit allows,
+    or send it back to wait. Nothing is placed without room, nothing is lost, no penalty."""
+    env = one_server_per_scheduler(forward_limit)
+    first, second, forward, wait = 0, 1, 2, 3
+    observations, *_ = env.step({"scheduler_0": first, "scheduler_1": first})
+    # Job 0's first worker holds group 0, job 1's group 2; scheduler_1 has room (group 3)
+    # for job 0's second worker, so scheduler_0 may forward it there.
+    assert observations["scheduler_0"]["action_mask"].tolist() == [0, 1, 1, 1]
+    observations, rewards, _, _, infos = env.step({"scheduler_0": forward, "scheduler_1": second})
+    assert not any(info["illegal_action"] for info in infos.values())
+    assert rewards == {"scheduler_0": 0.0, "scheduler_1": 0.0}
+    # scheduler_1 placed job 1's second worker on group 3 (job 1 started on groups 2, 3);
+    # job 0 came after, to the front of its queue, its first worker still on group 0.
+    assert env.sim.status.tolist() == [JobStatus.WAITING, JobStatus.RUNNING]
+    assert env.placements[1][0].tolist() == [2, 3]
+    assert env.round.head(0) is None
+    head = env.round.head(1)
+    assert (head.job, head.groups, head.placed_by, head.forwards) == (0, [0], [0], 1)
+    assert env.round.free_gpus().tolist() == [0, 2, 0, 0]
+    assert env.round.free_cores().tolist() == [7.0, 8.0, 7.0, 7.0]
+    # No room is left for it at scheduler_1: it may go back to scheduler_0 (which has room,
+    # group 1) while its task has a forward left, else only wait.
+    back = 1 if forward_limit > 1 else 0
+    assert observations["scheduler_1"]["action_mask"].tolist() == [0, 0, back, 1]
+    assert observations["scheduler_0"]["action_mask"].tolist() == [0, 0, 0, 1]
+    if forward_limit > 1:
+        observations, *_ = env.step({"scheduler_0": wait, "scheduler_1": forward})
+        assert env.round.head(0).forwards == 2
+        assert observations["scheduler_0"]["action_mask"].tolist() == [0, 1, 0, 1]
+        _, _, terminations, _, _ = env.step({"scheduler_0": second, "scheduler_1": wait})
+        # Placed whole by scheduler_0 on its own server (as job 1 on scheduler_1's), the
+        # round ended and both jobs ran alone to the end of the episode, in the same time.
+        assert env.shares[0].tolist() == [1.0, 0.0] and env.deferrals.tolist() == [0, 0]
+        assert all(terminations.values())
+        assert env.sim.first_start[0] == 0.0
+        assert env.sim.finish_time[0] == env.sim.finish_time[1]
+    else:
+        env.step({"scheduler_0": wait, "scheduler_1": wait})
+        # Sent back whole: its claim on group 0 released; it waits for the next interval,
+        # where it is at the front of its home scheduler's queue again, nothing claimed.
+        assert env.deferrals.tolist() == [1, 0]
+        assert env.sim.now == env.config.interval_s and env.rounds == 2
+        assert env.sim.status.tolist() == [JobStatus.WAITING, JobStatus.RUNNING]
+        head = env.round.head(0)
+        assert (head.job, head.groups, head.forwards) == (0, [], 0)
+        assert env.round.free_gpus().tolist() == [2, 2, 0, 0]
 
 
 def test_random_unmasked_actions_never_crash() -> None:

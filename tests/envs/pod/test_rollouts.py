@@ -14,6 +14,7 @@ from envs.pod.rollouts import (
     hold_candidates,
 )
 from envs.sim import JobStatus
+from envs.workload import DEFAULT_CATALOG, Workload
 
 HEURISTIC = "dsif+locality"
 #: The contended setting's teacher: patient, so it never spreads a job that fits a server.
@@ -80,7 +81,6 @@ def test_candidates_are_spread_plans_of_jobs_that_fit_one_server() -> None:
     env.reset(seed=1)
     base = HeuristicPodPolicy(env, HEURISTIC, seed=1)
     cluster = env.cluster
-    largest = np.bincount(cluster.group_server, weights=cluster.group_gpus).max()
     seen = 0
     while env.agents:
         actions = base.actions()
@@ -90,10 +90,62 @@ def test_candidates_are_spread_plans_of_jobs_that_fit_one_server() -> None:
             assert head.job == job and head.task == 0
             groups = base.plan[job]
             assert len(np.unique(cluster.group_server[groups])) >= 2
-            gpus, _ = env.sim.task_demands(job, len(groups) - int(env.sim.num_ps[job]))
-            assert gpus.sum() <= largest
+            gpus, cpus = env.sim.task_demands(job, len(groups) - int(env.sim.num_ps[job]))
+            one_server = (cluster.server_gpus >= gpus.sum()) & (cluster.server_cores >= cpus.sum())
+            assert one_server.any()
         env.step(actions)
     assert seen > 0
+
+
+def two_power8_servers(jobs: list[tuple[int, float, int]]) -> PodSchedulingEnv:
+    """One scheduler of two power8 servers (4 GPUs, two sockets of 8 cores and 2 GPUs
+    each) and jobs arriving together, each ``(workers, cores per worker, parameter
+    servers)``: workers of 1 GPU, parameter servers of 2 cores and no GPU, 100 epochs."""
+    env = PodSchedulingEnv(topology="racks", topology_params={"racks": [2]}, server="power8")
+    count = len(jobs)
+    workers, cores, servers = (np.array(column) for column in zip(*jobs, strict=True))
+    workload = Workload(
+        arrival_time=np.zeros(count),
+        model=np.zeros(count, dtype=np.int64),
+        num_workers=workers,
+        worker_demand=np.column_stack([np.ones(count), cores]),
+        num_ps=servers,
+        ps_demand=np.tile([0.0, 2.0], (count, 1)),
+        epochs=np.full(count, 100.0),
+        iterations_per_epoch=np.full(count, 1000),
+        catalog_name=DEFAULT_CATALOG,
+    )
+    env.reset(seed=0, options={"workload": workload})
+    return env
+
+
+@pytest.mark.parametrize(
+    ("jobs", "spread", "candidates"),
+    [
+        # Jobs 0 and 1 take 3 GPUs of each server (locality: the tightest server that holds
+        # the job), so the plan spreads job 2 (2 GPUs, 2 cores) though one server could
+        # hold it: a candidate.
+        ([(3, 1.0, 0), (3, 1.0, 0), (2, 1.0, 0)], 2, [2]),
+        # 4 GPUs, one server's, but 4 x 3 + 4 x 2 = 20 cores, and a server has 16: spread
+        # over both servers however long it waits, so holding it buys nothing. Judged by
+        # GPUs alone it was a candidate.
+        ([(4, 3.0, 4)], 0, []),
+    ],
+)
+def test_a_job_is_a_hold_candidate_only_if_one_server_has_its_gpus_and_cores(
+    jobs: list[tuple[int, float, int]], spread: int, candidates: list[int]
+) -> None:
+    env = two_power8_servers(jobs)
+    base = HeuristicPodPolicy(env, "fifo+locality", seed=0)
+    found = []
+    while env.agents:
+        actions = base.actions()
+        found.extend(job for _, job in hold_candidates(env, base, actions))
+        env.step(actions)
+    assert env.sim.status.tolist() == [JobStatus.FINISHED] * len(jobs)
+    servers = env.cluster.group_server[base.plan[spread]]
+    assert np.unique(servers).tolist() == [0, 1]
+    assert found == candidates
 
 
 def test_a_patient_plan_meets_spread_candidates_never_but_first_placements_often() -> None:
