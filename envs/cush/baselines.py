@@ -2,19 +2,37 @@
 
 A baseline is ``"<ordering>+<allocation>"``: ordering ``fcfs``, ``sjf``, ``drf`` or
 ``random``; allocation ``df`` (depth-first) or ``bf`` (breadth-first) -- Table 1's eight
-rows (:data:`CUSH_BASELINES`). Like the agent, a baseline chooses among the jobs in the Q
-visible slots that fit now (the unmasked choices), keeps scheduling while one fits and
-does nothing when none does (so it backfills, as DeepRM's baselines do):
+rows (:data:`CUSH_BASELINES`). Like the agent, a baseline acts through the job selector's
+action: a job in one of the Q visible slots, or do nothing, one decision at a time while
+time is frozen (004 §3.2). 004 §4.1's words, and how each is read:
 
-* FCFS: the first arrived; a tie goes to the shorter job (004: "In case of two jobs
-  arrived at the same time, the shortest one is selected"), then the lower slot.
-* SJF: the shortest requested length; a tie goes to the first arrived, then the lower slot.
-* DRF: the smallest dominant share ``max(gpus / N S^GPU, cpus / N S^CPU)`` (the request
-  over the cluster's capacity, 004 §4.1); ties as SJF's.
-* Random: uniform over the jobs that fit, drawn from the environment's generator.
+* FCFS, "which treats the waiting jobs as a FIFO queue, scheduling the first arrived
+  one. In case of two jobs arrived at the same time, the shortest one is selected": the
+  head of the queue -- the first arrived, a tie to the shorter job, then the lower slot --
+  is scheduled when it fits; when it does not, FCFS does nothing and the jobs behind it
+  wait too (a FIFO queue is served from its head only; 004 uses the words the same way
+  for its backlog, "a backlog First Input First Out (FIFO) queue", from which jobs move
+  "using the first come first serve policy"). This is the paper's reading and the
+  default. ``backfill=True`` gives the other common heuristic, FCFS with backfilling
+  (first fit in arrival order: the first arrived among the jobs that fit), podsched's
+  "FCFS" until 2026-11-30.
+* SJF, "which schedules the shortest job in the queue": the shortest requested length
+  among the jobs that fit; a tie goes to the first arrived, then the lower slot.
+* DRF, "which selects the job with the smaller request of the dominant resource. The
+  dominant resource of a job is the one with the higher ratio between request and
+  environment availability": the smallest dominant share ``max(gpus / N S^GPU, cpus / N
+  S^CPU)`` among the jobs that fit; ties as SJF's. The denominators are the cluster's
+  capacity, not what is free now: 004 calls the capacity S^r "the availability of
+  resources in the cluster" (§2), and DRF (Ghodsi et al., 004's [5]) defines a share as a
+  fraction of the system's total amount of the resource.
+* Random, "which schedules a random job in the queue": uniform over the jobs that fit,
+  drawn from the environment's generator.
 
-Since every job in the backlog arrived after every job in the slots, FCFS over the slots
-is FCFS over the whole queue.
+SJF, DRF and Random choose among the jobs that fit (the job selector's unmasked choices),
+as DeepRM's baselines, 004's starting point, do; 004 does not say otherwise. Every one
+does nothing when no visible job fits. A backlog job never arrived before a slot job, so
+the visible head is the queue's head (up to a job of the same arrival step that the full
+slots pushed into the backlog).
 
 How to run Table 1's rows::
 
@@ -61,8 +79,28 @@ def parse_baseline(name: str) -> tuple[str, int]:
     return ordering, ALLOCATIONS[allocation]
 
 
-def choose_job(core: CuSHCore, ordering: str, rng: np.random.Generator) -> int:
-    """The job selector's choice of ``ordering``: 0 (do nothing) or a slot 1..Q."""
+def fcfs_head(core: CuSHCore) -> int:
+    """The visible head of the FIFO queue: the slot (0..Q-1) of the first arrived job, a tie
+    to the shorter one, then the lower slot; -1 when every slot is empty."""
+    held = np.flatnonzero(np.array(core.slots) >= 0)
+    if not held.size:
+        return -1
+    ids = np.array(core.slots)[held]
+    # np.lexsort sorts by the last key first.
+    return int(held[np.lexsort((held, core.jobs.length[ids], core.jobs.arrival[ids]))[0]])
+
+
+def choose_job(
+    core: CuSHCore, ordering: str, rng: np.random.Generator, *, backfill: bool = False
+) -> int:
+    """The job selector's choice of ``ordering``: 0 (do nothing) or a slot 1..Q.
+
+    ``backfill`` matters to FCFS only: False (004's FIFO queue, the default) schedules
+    the head or nothing; True the first arrived among the jobs that fit (module docstring).
+    """
+    if ordering == "fcfs" and not backfill:
+        head = fcfs_head(core)
+        return head + 1 if head >= 0 and core.feasible()[head] else 0
     slots = np.flatnonzero(core.feasible())
     if not slots.size:
         return 0
@@ -85,17 +123,23 @@ def choose_job(core: CuSHCore, ordering: str, rng: np.random.Generator) -> int:
     return int(slots[np.lexsort(keys)[0]]) + 1
 
 
-def baseline_action(core: CuSHCore, name: str, rng: np.random.Generator) -> np.ndarray:
-    """The ``[job choice, policy]`` action of baseline ``name`` in ``core``'s state."""
+def baseline_action(
+    core: CuSHCore, name: str, rng: np.random.Generator, *, backfill: bool = False
+) -> np.ndarray:
+    """The ``[job choice, policy]`` action of baseline ``name`` in ``core``'s state
+    (``backfill``: see :func:`choose_job`)."""
     ordering, policy = parse_baseline(name)
-    return np.array([choose_job(core, ordering, rng), policy], dtype=np.int64)
+    return np.array([choose_job(core, ordering, rng, backfill=backfill), policy], dtype=np.int64)
 
 
-def run_episode(core: CuSHCore, name: str, rng: np.random.Generator) -> dict[str, Any]:
-    """Drive ``core`` (already reset) with baseline ``name`` to the end; its summary."""
+def run_episode(
+    core: CuSHCore, name: str, rng: np.random.Generator, *, backfill: bool = False
+) -> dict[str, Any]:
+    """Drive ``core`` (already reset) with baseline ``name`` to the end; its summary
+    (``backfill``: see :func:`choose_job`)."""
     ordering, policy = parse_baseline(name)
     while not core.done:
-        core.step(choose_job(core, ordering, rng), policy)
+        core.step(choose_job(core, ordering, rng, backfill=backfill), policy)
     return core.summary()
 
 
@@ -113,6 +157,7 @@ def run_cush_baseline(
     nodes: int = 128,
     jobs: object = None,
     include_jobs: bool = False,
+    backfill: bool = False,
     **params: Any,
 ) -> dict[str, Any]:
     """Run baseline ``policy`` over ``num_sets`` job sets; 004 Table 1's numbers.
@@ -123,6 +168,8 @@ def run_cush_baseline(
     :func:`envs.cush.jobs.parse_jobs`) replaces the generated sets: it is run once, with
     ``seed`` seeding Random. ``params`` are other :class:`~envs.cush.config.CuSHConfig`
     fields (``time_horizon``, ``queue_size``, ``dgemm_fraction``, ``max_job_share``, ...).
+    ``backfill`` (FCFS only): False is 004's FIFO queue, True FCFS with backfilling (see
+    the module docstring).
 
     Returns ``policy``, ``cluster``, ``nodes``, ``seed``, ``num_sets``, the means over sets
     of :data:`SET_METRICS` (NTAT, wait and TAT in steps, ``local_return`` = Table 1's
@@ -130,6 +177,8 @@ def run_cush_baseline(
     ``sets``: one summary per set (each job's record too when ``include_jobs``).
     """
     parse_baseline(policy)
+    if not isinstance(backfill, bool):
+        raise ValueError(f"backfill must be true or false, got {backfill!r}")
     if isinstance(num_sets, bool) or not isinstance(num_sets, int) or num_sets < 1:
         raise ValueError(f"num_sets must be an integer >= 1, got {num_sets!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
@@ -141,7 +190,7 @@ def run_cush_baseline(
     for index in range(1 if explicit is not None else num_sets):
         rng = np.random.default_rng(seed + index)
         core.reset(explicit if explicit is not None else generate_job_set(config, rng))
-        summary = run_episode(core, policy, rng)
+        summary = run_episode(core, policy, rng, backfill=backfill)
         if not include_jobs:
             summary.pop("jobs")
         sets.append({"seed": seed + index, "truncated": not core.finished, **summary})
@@ -151,6 +200,7 @@ def run_cush_baseline(
         "nodes": nodes,
         "seed": seed,
         "num_sets": len(sets),
+        "backfill": backfill,
     }
     for key in SET_METRICS:
         result[key] = _mean([record[key] for record in sets])

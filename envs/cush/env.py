@@ -79,7 +79,9 @@ Without ``jobs`` every reset draws a new set from the environment's generator; `
 configurations, job sets and actions raise ``ValueError`` saying what is wrong.
 
 **Baselines.** ``env.unwrapped.baseline_action("sjf+bf")`` returns 004 §4.1's FCFS, SJF,
-DRF or Random choice with depth- (``df``) or breadth-first (``bf``) allocation;
+DRF or Random choice with depth- (``df``) or breadth-first (``bf``) allocation (FCFS is
+004's FIFO queue: it does nothing while the first arrived job does not fit; the others
+choose among the jobs that fit; :mod:`envs.cush.baselines`);
 :func:`envs.cush.baselines.run_cush_baseline` runs one over many job sets (Table 1).
 
 **Version.** ``v0``: first release.

@@ -4,7 +4,17 @@ Each baseline is the matching heuristic of :mod:`envs.schedulers` (ordering + 00
 packing placement) run on the same profile-driven simulator as the environment
 (:class:`~envs.sced2.speed.ProfiledSimulator`), at every arrival or completion that leaves
 jobs waiting. Like 002's baselines they pick from the whole waiting queue, not the
-agent's J-job window, and backfill (a job that does not fit is passed over):
+agent's J-job window. "Ideal execution time" is 002's T_ideal, the job's profiled time on
+its best placement (:mod:`envs.sced2.speed`).
+
+**Backfilling.** 002 §IV-A says FIFO "schedules jobs in order": FIFO is strict -- when
+the first arrived job does not fit, it waits and so does every job behind it. The others
+("schedules the job with the shortest ideal execution time from waiting queue", ...) name
+a ranking, not a queue discipline, and backfill: a job that does not fit is passed over
+and the next one in the ranking may start. This is the default, ``backfill=None``, of
+:func:`run_sced2_baseline` and the functions below; ``backfill=True`` or ``False`` imposes
+one discipline on every baseline (``"fifo"`` with ``backfill=True`` is FIFO with
+backfilling, first fit in arrival order: podsched's FIFO until 2026-11-30).
 
 ========  ========================================================================
 name      first comes the waiting job with the smallest ...
@@ -16,7 +26,7 @@ saf       actual execution time where packing would put it now, from the profile
           speed model (002's oracle); jobs that cannot be placed now come last
 lrf       GPU demand
 spf       GPU demand x ideal execution time
-fifo      arrival time
+fifo      arrival time (strict: nothing overtakes a job that does not fit)
 ========  ========================================================================
 
 Ties go to the earlier arrival, then the lower job index.
@@ -59,6 +69,9 @@ from envs.workload import Workload
 
 #: 002 §IV-A's baselines, in its order.
 SCED2_BASELINES: tuple[str, ...] = ("sif", "dsif", "saf", "lrf", "spf", "fifo")
+
+#: The baselines that 002 describes as a queue served in order: they do not backfill.
+STRICT_BASELINES: tuple[str, ...] = ("fifo",)
 
 #: Per-trace metrics of :func:`run_sced2_baseline`, averaged over traces at the top level.
 TRACE_METRICS: tuple[str, ...] = (
@@ -115,38 +128,62 @@ def baseline_ordering(name: str, placement: Placement) -> Ordering:
     return orderings[short]
 
 
-def baseline_scheduler(name: str) -> Scheduler:
-    """Baseline ``name`` as a scheduler for :meth:`envs.sim.Simulator.run`."""
+def backfills(name: str, backfill: bool | None = None) -> bool:
+    """Whether baseline ``name`` passes over a job that does not fit: ``backfill`` when
+    given, else 002's reading (FIFO strict, the others backfill; module docstring)."""
+    short = parse_baseline(name)
+    if backfill is None:
+        return short not in STRICT_BASELINES
+    if not isinstance(backfill, bool):
+        raise ValueError(f"backfill must be true, false or null (002's reading), got {backfill!r}")
+    return backfill
+
+
+def baseline_scheduler(name: str, backfill: bool | None = None) -> Scheduler:
+    """Baseline ``name`` as a scheduler for :meth:`envs.sim.Simulator.run` (``backfill``:
+    see :func:`backfills`)."""
     placement = Packing()
-    return Scheduler(baseline_ordering(name, placement), placement, backfill=True)
+    return Scheduler(
+        baseline_ordering(name, placement), placement, backfill=backfills(name, backfill)
+    )
 
 
-def window_choice(core: Sced2Core, name: str) -> int:
-    """Baseline ``name`` restricted to the agent's view: among the feasible window jobs the
-    one its ordering ranks first, as an action (slot), or hold when none is feasible.
-    DSIF's delays need state across decisions and are not offered here."""
+def window_choice(core: Sced2Core, name: str, backfill: bool | None = None) -> int:
+    """Baseline ``name`` restricted to the agent's view, as an action (slot) or hold.
+
+    Backfilling (:func:`backfills`): among the feasible window jobs the one its ordering
+    ranks first, or hold when none is feasible. Strict (FIFO by default): the window job
+    its ordering ranks first if it fits, else hold. DSIF's delays need state across
+    decisions and are not offered here.
+    """
     if parse_baseline(name) == "dsif":
         raise ValueError("dsif holds jobs across decisions; run it with run_sced2_baseline")
-    slots = np.flatnonzero(core.feasible())
-    if not slots.size:
+    feasible = core.feasible()
+    window = core.window()
+    candidates = np.flatnonzero(feasible) if backfills(name, backfill) else np.arange(len(window))
+    if not candidates.size:
         return core.config.hold_action
-    jobs = core.window()[slots]
+    jobs = window[candidates]
     first = int(
         baseline_ordering(name, core.placement).order(core.sim, jobs, ClusterView(core.sim))[0]
     )
-    return int(slots[np.flatnonzero(jobs == first)[0]])
+    slot = int(candidates[np.flatnonzero(jobs == first)[0]])
+    return slot if feasible[slot] else core.config.hold_action
 
 
 def simulate_baseline(
-    config: Sced2Config, workload: Workload, policy: str | Scheduler
+    config: Sced2Config,
+    workload: Workload,
+    policy: str | Scheduler,
+    backfill: bool | None = None,
 ) -> tuple[ProfiledSimulator, np.ndarray]:
     """Run baseline ``policy`` (or any scheduler of the product's) over ``workload`` on
     002's cluster; the finished simulator and the number of servers each job was placed
-    on."""
+    on. ``backfill`` (a baseline name only): see :func:`backfills`."""
     sim = ProfiledSimulator(
         sced2_cluster(config.servers, config.gpus_per_server), workload, SimulatorConfig()
     )
-    scheduler = baseline_scheduler(policy) if isinstance(policy, str) else policy
+    scheduler = baseline_scheduler(policy, backfill) if isinstance(policy, str) else policy
     servers_used = np.zeros(len(workload), dtype=np.int64)
     while sim.run_until_decision():
         waiting = sim.waiting_jobs()
@@ -157,10 +194,13 @@ def simulate_baseline(
     return sim, servers_used
 
 
-def run_trace(config: Sced2Config, workload: Workload, policy: str) -> dict[str, Any]:
+def run_trace(
+    config: Sced2Config, workload: Workload, policy: str, backfill: bool | None = None
+) -> dict[str, Any]:
     """One trace under baseline ``policy``: the simulator's metrics, the mean run time and
-    the relaxed-locality share (as :meth:`envs.sced2.core.Sced2Core.summary`)."""
-    sim, servers_used = simulate_baseline(config, workload, policy)
+    the relaxed-locality share (as :meth:`envs.sced2.core.Sced2Core.summary`).
+    ``backfill``: see :func:`backfills`."""
+    sim, servers_used = simulate_baseline(config, workload, policy, backfill)
     metrics = SimulationResult.from_simulator(sim, parse_baseline(policy)).metrics()
     finished = np.isfinite(sim.finish_time)
     could_pack = sim.num_workers <= config.gpus_per_server
@@ -185,13 +225,15 @@ def run_sced2_baseline(
     gpus_per_server: int = 8,
     workload_options: Mapping[str, Any] | None = None,
     jobs: object = None,
+    backfill: bool | None = None,
 ) -> dict[str, Any]:
     """Run 002 baseline ``policy`` over ``num_traces`` traces; 002 Fig. 7-9's numbers.
 
     Trace i is the one ``Sced2Env(...).reset(seed=seed + i)`` draws, so the baselines and
     an agent evaluated the same way see the same jobs. ``jobs`` (a Workload or a list of
     ``{"arrival", "model", "gpus", "duration"}``, see :func:`envs.sced2.jobs.parse_jobs`)
-    replaces the generated traces and is run once.
+    replaces the generated traces and is run once. ``backfill``: None (002's reading: FIFO
+    strict, the others backfilling), or True / False for every baseline (module docstring).
 
     Returns ``policy``, ``workload``, ``seed``, ``num_traces``, the means over traces of
     :data:`TRACE_METRICS` (seconds; ``execution_effectiveness`` is 002 eq. 2 averaged
@@ -199,7 +241,7 @@ def run_sced2_baseline(
     ``relaxed_locality`` 002 Table III's share of jobs that could fit one server but were
     spread), and ``traces``: every trace's full metrics.
     """
-    parse_baseline(policy)
+    backfill = backfills(policy, backfill)
     for name, value in (("seed", seed), ("num_traces", num_traces)):
         if isinstance(value, bool) or not isinstance(value, int) or value < (name == "num_traces"):
             raise ValueError(
@@ -218,12 +260,13 @@ def run_sced2_baseline(
     for index in range(1 if explicit is not None else num_traces):
         rng = np.random.default_rng(seed + index)
         trace = explicit if explicit is not None else generate_workload(config, rng)
-        traces.append({"seed": seed + index, **run_trace(config, trace, policy)})
+        traces.append({"seed": seed + index, **run_trace(config, trace, policy, backfill)})
     result: dict[str, Any] = {
         "policy": parse_baseline(policy),
         "workload": workload if explicit is None else "explicit",
         "seed": seed,
         "num_traces": len(traces),
+        "backfill": backfill,
     }
     for key in TRACE_METRICS:
         values = [trace[key] for trace in traces if trace[key] is not None]

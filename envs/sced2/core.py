@@ -12,7 +12,8 @@ which jobs wait. :class:`envs.sced2.Sced2Env` is its Gymnasium face;
 no contention), so its actual execution time is known the moment it is placed:
 ``T_actual = step time of its placement x mini-batches / workers`` (the simulator's
 remaining time right after the placement), and the whole of 002 eq. 2,
-``E_j = T_ideal / (T_wait + T_actual)``, is paid on the step that places it. The
+``E_j = T_ideal / (T_wait + T_actual)`` (T_ideal: the job's profiled time on its best
+placement, :mod:`envs.sced2.speed`), is paid on the step that places it. The
 undiscounted return of an episode is therefore the sum of E_j over the jobs, and the
 return / number of jobs is 002's average execution effectiveness (the same number as
 :meth:`envs.sim.SimulationResult.metrics`'s ``execution_effectiveness``).

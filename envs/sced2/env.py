@@ -41,11 +41,13 @@ job fits, so every step the agent sees has a real choice. A masked choice is tak
 (``info["invalid_action"] = True``); if holding is masked too it changes nothing.
 
 **Reward** (002 §III-D). On the step that places job j: its execution effectiveness
-``E_j = T_ideal / (T_wait + T_actual)`` -- ideal time (all GPUs, no communication), time
+``E_j = T_ideal / (T_wait + T_actual)`` -- ideal time (002: "measured by profiling": the
+job's time on its best placement, communication included; :mod:`envs.sced2.speed`), time
 waited so far, and its actual execution time on the placement, which is exact at
 placement because a placed job's speed never changes (profile-driven, exclusive GPUs, no
-preemption). 0 on every other step. The episode's return is the sum of E_j over all jobs,
-so return / jobs is 002's average execution effectiveness.
+preemption). A job started at once on its best placement earns 1. 0 on every other step.
+The episode's return is the sum of E_j over all jobs, so return / jobs is 002's average
+execution effectiveness.
 
 **Info.** Every step: ``time`` (s), ``action_mask``, ``invalid_action``, ``waiting``
 (jobs in the queue), ``fragmentation`` (002 eq. 1 averaged over servers, now); on a
@@ -69,12 +71,13 @@ Without ``jobs`` every reset draws a new trace from the environment's generator;
 actions raise ``ValueError`` saying what is wrong.
 
 **Baselines.** ``env.unwrapped.baseline_action("sif")`` gives a 002 baseline's choice
-among the visible jobs (not DSIF); :func:`envs.sced2.baselines.run_sced2_baseline` runs
-SIF, DSIF, SAF, LRF, SPF or FIFO with packing over whole traces (002 Fig. 7-9). DSIF holds
-jobs back across decisions, which no per-step action expresses, so the evaluation plays
-it as a whole-trace simulation of the episode's jobs (``simulated_baselines``): every one
-of 002 §IV-A's six baselines is in the table, and on the default workload DSIF is often
-the best of them.
+among the visible jobs (not DSIF; FIFO "schedules jobs in order", so it holds while the
+first visible job does not fit, where the others pass over it);
+:func:`envs.sced2.baselines.run_sced2_baseline` runs SIF, DSIF, SAF, LRF, SPF or FIFO with
+packing over whole traces (002 Fig. 7-9). DSIF holds jobs back across decisions, which no
+per-step action expresses, so the evaluation plays it as a whole-trace simulation of the
+episode's jobs (``simulated_baselines``): every one of 002 §IV-A's six baselines is in the
+table, and on the default workload DSIF is often the best of them.
 
 **Version.** ``v0``: first release.
 """
@@ -165,5 +168,6 @@ class Sced2Env(ConfiguredEnv):
 
     def baseline_action(self, policy: str) -> int:
         """A 002 baseline's choice ("sif", "saf", "lrf", "spf", "fifo") among the visible
-        jobs that fit now, or hold when none does."""
+        jobs that fit now, or hold when none does; FIFO, strict, holds unless the first
+        visible job fits (:func:`envs.sced2.baselines.window_choice`)."""
         return window_choice(self.core, policy)

@@ -5,8 +5,11 @@ Generated traces come from :func:`envs.workload.make_workload` (``"sced2"``, ``"
 002 Table II's models, mean gap 172 s) with the gaps scaled by ``interval_scale``
 (002 Fig. 8). Explicit traces replay either a :class:`~envs.workload.Workload` or a list
 of jobs ``[{"arrival": 0, "model": "VGG16", "gpus": 4, "duration": 3600}, ...]``, where
-``duration`` is the ideal execution time in seconds (all GPUs in one place, no
-communication; 002's T_ideal) and ``model`` a name of the ``sced2`` catalog.
+``duration`` is the job's work in seconds of computation on its ``gpus`` GPUs
+(communication excluded, as the generated traces draw it) and ``model`` a name of the
+``sced2`` catalog. 002's T_ideal adds the communication of the job's best placement:
+``duration x`` its best profiled step time / its compute time
+(:mod:`envs.sced2.speed`); a 1-GPU job's T_ideal is its ``duration``.
 
 002 schedules GPUs only ("every job occupies GPUs exclusively"), so every workload is made
 GPU-only: the CPU cores a worker asks for are set to 0 and never block a placement (the

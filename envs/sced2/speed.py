@@ -30,6 +30,21 @@ centrated to scattered)"): for a job of g GPUs, shape s = 0..k-1 puts
 g = 8 on 8-GPU servers 8, 4, 2, 1 GPUs per server on 1, 2, 4, 8 servers -- the same
 "j GPUs on each of 2^i nodes" ladder as 000's state. A job's profile is its step time
 under each shape; it depends only on (model, g), so it is computed once per pair.
+
+**T_ideal** (002 §III-D: "T_ideal is its ideal execution time (it has been measured by
+profiling)"). What profiling measures is a run on a placement, communication included, so
+a job's ideal execution time is its time on its best placement: shape 0 (as few servers
+as possible, each filled; one GPU group when the job fits in one), the fastest of the
+ladder. :class:`ProfiledSimulator` sets the simulator's ``ideal_duration`` to it (the
+work in compute-only seconds -- a trace's ``duration`` -- times best step / compute
+time), so 002's eq. 2 reward, its execution effectiveness, the SIF, DSIF and SPF keys,
+the state's mean ideal execution time and the metrics' slowdown and GPU-time inflation
+read it, and a job started at once on its best placement scores E_j = 1. A 1-GPU job
+exchanges nothing: its T_ideal is its compute time. (The simulator's own
+``ideal_duration``, compute only, is what no profile can measure for a multi-GPU job:
+with it a 16-GPU VGG16, which cannot avoid the 10 Gbps hop between two servers, scored
+E_j = 0.08 when started at once on its best placement, and a 4-GPU one in one server
+0.58.)
 """
 
 from __future__ import annotations
@@ -58,6 +73,10 @@ class ProfiledSimulator(Simulator):
         config = replace(config or SimulatorConfig(), interference=False, communication=False)
         super().__init__(cluster, workload, config)
         self._profiles: dict[tuple[int, int, int], np.ndarray] = {}
+        # 002's T_ideal: the work at the best placement's profiled step time (module
+        # docstring), instead of the simulator's compute-only ideal.
+        best = np.array([self.best_step_time(job) for job in range(self.num_jobs)])
+        self.ideal_duration = self.work_total / self.num_workers * best
 
     def step_time(self, job: int, task_groups: np.ndarray) -> float:
         """Seconds of one synchronous step of ``job`` alone on ``task_groups``."""
@@ -92,6 +111,11 @@ class ProfiledSimulator(Simulator):
             groups = np.asarray(task_groups, dtype=np.int64)
             speed_factor = self.step_time(job, groups) / float(self.compute_time[job])
         super().place(job, task_groups, gpus, speed_factor=speed_factor)
+
+    def best_step_time(self, job: int) -> float:
+        """Seconds of one step of ``job`` on its best placement: the first profiling shape
+        (the most concentrated), cached per (model, GPUs)."""
+        return float(self.profile(job, 1)[0])
 
     def profile(self, job: int, shapes: int) -> np.ndarray:
         """Step times (s) of ``job`` under the ``shapes`` profiling placements (cached)."""

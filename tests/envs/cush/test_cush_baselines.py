@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from envs.cush import CuSHEnv
-from envs.cush.baselines import CUSH_BASELINES, SET_METRICS, parse_baseline, run_cush_baseline
+from envs.cush.baselines import (
+    CUSH_BASELINES,
+    SET_METRICS,
+    baseline_action,
+    parse_baseline,
+    run_cush_baseline,
+)
 
 
 def job(arrival: int, length: int, gpus: int, cpus: int, kind: str) -> dict[str, Any]:
@@ -79,6 +86,79 @@ def test_random_picks_only_jobs_that_fit_and_does_nothing_when_none_does() -> No
     env.step([1, 0])  # now 0 GPUs free
     assert env.baseline_action("random+bf").tolist() == [0, 1]
     assert env.baseline_action("fcfs+df").tolist() == [0, 0]
+
+
+# One Sierra node (4 GPUs, 2 CPUs): every placement is the same, so no job pays a penalty.
+# A runs 0-4 on 3 GPUs; B (2 GPUs) arrives at 1 and cannot start before A ends; C (1 GPU)
+# arrives at 2 behind B and would fit in A's spare GPU and socket.
+HEAD_BLOCKS = [
+    job(0, 4, 3, 1, "dgemm"),  # A
+    job(1, 2, 2, 1, "dgemm"),  # B
+    job(2, 1, 1, 1, "daxpy"),  # C
+]
+
+
+def test_fcfs_is_a_fifo_queue_the_head_that_does_not_fit_blocks_the_rest() -> None:
+    env = CuSHEnv(nodes=1, jobs=HEAD_BLOCKS)
+    env.reset(seed=0)
+    assert env.step(env.baseline_action("fcfs+df"))[-1]["placed"]["job"] == 0  # A at 0
+    env.step([0, 0])  # step 1: B waits
+    env.step([0, 0])  # step 2: C arrives behind B (slots 1 and 2)
+    assert env.core.time == 2 and env.core.action_mask()[1:3].tolist() == [0, 1]
+    # 004: FCFS "treats the waiting jobs as a FIFO queue": B heads it and does not fit,
+    # so FCFS does nothing though C fits; with backfilling C would start.
+    assert env.baseline_action("fcfs+df").tolist() == [0, 0]
+    core, rng = env.core, np.random.default_rng(0)
+    assert baseline_action(core, "fcfs+df", rng, backfill=True).tolist() == [2, 0]
+    # SJF, DRF and Random choose among the jobs that fit: C.
+    for policy in ("sjf+df", "drf+df", "random+df"):
+        assert env.baseline_action(policy).tolist() == [2, 0], policy
+
+
+@pytest.mark.parametrize(
+    ("backfill", "starts", "ntat"),
+    [
+        # A 0-4; B and C both start when A ends (B first: it heads the queue).
+        # NTAT = (4/4 + (3 + 2)/2 + (2 + 1)/1) / 3 = (1 + 2.5 + 3) / 3.
+        (False, [0, 4, 4], 6.5 / 3),
+        # C backfills at 2 into A's spare GPU and socket: (1 + 2.5 + 1) / 3.
+        (True, [0, 4, 2], 4.5 / 3),
+    ],
+)
+def test_fcfs_with_and_without_backfilling_by_hand(
+    backfill: bool, starts: list[int], ntat: float
+) -> None:
+    result = run_cush_baseline(
+        "fcfs+bf", nodes=1, jobs=HEAD_BLOCKS, include_jobs=True, backfill=backfill
+    )
+    records = result["sets"][0]["jobs"]
+    assert [record["start"] for record in records] == starts
+    assert [record["penalty"] for record in records] == [0.0, 0.0, 0.0]
+    assert result["avg_ntat"] == pytest.approx(ntat)
+    assert result["backfill"] is backfill
+    with pytest.raises(ValueError, match="backfill must be true or false"):
+        run_cush_baseline("fcfs+bf", nodes=1, jobs=HEAD_BLOCKS, backfill="yes")
+
+
+# 2 Sierra nodes (8 GPUs, 4 CPUs). R holds 1 GPU and 2 CPUs: 7 GPUs and 2 CPUs stay free.
+# Y (5 GPUs, 1 CPU) and X (1 GPU, 2 CPUs) arrive at 1, both fit.
+DOMINANT = [
+    job(0, 10, 1, 2, "dgemm"),  # R
+    job(1, 5, 5, 1, "dgemm"),  # Y, slot 1
+    job(1, 5, 1, 2, "dgemm"),  # X, slot 2
+]
+
+
+def test_drf_shares_are_of_the_clusters_capacity_not_of_what_is_free() -> None:
+    env = CuSHEnv(nodes=2, jobs=DOMINANT)
+    env.reset(seed=0)
+    env.step([1, 0])  # R starts
+    env.step([0, 0])  # step 1: Y in slot 1, X in slot 2
+    assert env.core.slots[:2] == [1, 2] and env.core.action_mask()[1:3].tolist() == [1, 1]
+    # Of the capacity (8 GPUs, 4 CPUs; 004's "environment availability", DRF's total):
+    # Y max(5/8, 1/4) = 0.625, X max(1/8, 2/4) = 0.5 -> X. Shares of the free 7 GPUs and
+    # 2 CPUs would rank them the other way: Y max(5/7, 1/2) = 0.71, X max(1/7, 2/2) = 1.
+    assert env.baseline_action("drf+df").tolist() == [2, 0]
 
 
 def test_baseline_sets_are_the_environments_sets() -> None:

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from envs.sced2 import Sced2Env
-from envs.sced2.baselines import SCED2_BASELINES, run_sced2_baseline, simulate_baseline
+from envs.sced2.baselines import (
+    SCED2_BASELINES,
+    run_sced2_baseline,
+    simulate_baseline,
+    window_choice,
+)
 from envs.sced2.config import Sced2Config
 from envs.sced2.jobs import parse_jobs
 from envs.schedulers import make_scheduler
@@ -25,27 +30,32 @@ def replay(policy: str, jobs: list[dict], servers: int) -> tuple[np.ndarray, np.
     return sim.first_start, sim.finish_time, servers_used
 
 
-# One 8-GPU server: a blocker runs first; when it ends four jobs wait.
+# One 8-GPU server: a blocker runs first; when it ends four jobs wait. Ideal times are
+# 002's T_ideal, each job's profiled time on its best placement (one group or one server,
+# its ring over PCIe), not its compute time alone.
 QUEUE = [
     job(0, "Transformer", 8, 1000),  # 0: the blocker
-    job(1, "DeepSpeech", 2, 4000),  # 1: ideal 4000 s, GPUs x ideal 8000
+    job(1, "DeepSpeech", 2, 4000),  # 1: ideal 4143 s, GPUs x ideal 8286
     job(2, "DeepSpeech", 1, 3000),  # 2: ideal 3000 s, GPUs x ideal 3000
-    job(3, "VGG16", 8, 2000),  # 3: ideal 2000 s, GPUs x ideal 16000
-    job(4, "DeepSpeech", 4, 2500),  # 4: ideal 2500 s, GPUs x ideal 10000
+    job(3, "VGG16", 8, 1000),  # 3: ideal 1828 s, GPUs x ideal 14624
+    job(4, "DeepSpeech", 4, 2500),  # 4: ideal 2634 s, GPUs x ideal 10536
 ]
 
 
 @pytest.mark.parametrize(
     ("policy", "started_with_the_free_server"),
     [
-        ("fifo", [1, 2, 4]),  # arrival order; the 8-GPU job 3 does not fit, 4 backfills
+        # 002: FIFO "schedules jobs in order": 1 and 2 start, the 8-GPU job 3 does not
+        # fit, and job 4 waits behind it.
+        ("fifo", [1, 2]),
         ("sif", [3]),  # the shortest ideal time takes the whole server
         ("dsif", [3]),  # ... and gets its best locality, so nothing is held
-        ("lrf", [1, 2, 4]),  # fewest GPUs first: 2 (1), 1 (2), 4 (4)
+        ("lrf", [1, 2, 4]),  # fewest GPUs first: 2 (1), 1 (2), 4 (4); 3 is passed over
         ("spf", [1, 2, 4]),  # smallest product: 2, 1, 4
-        # Placed times: DeepSpeech x4 2634 s and x1 3000 s start; the 8-GPU VGG16 (3655 s
-        # in one server, its ring over PCIe) no longer fits; DeepSpeech x2 (4143 s) does.
-        ("saf", [1, 2, 4]),
+        # Placed times on the empty server are the ideal ones: the VGG16's 1828 s is the
+        # shortest, as for SIF (SAF differs from SIF only where a job would land worse
+        # than on its best placement).
+        ("saf", [3]),
     ],
 )
 def test_who_starts_when_the_server_frees(
@@ -56,15 +66,57 @@ def test_who_starts_when_the_server_frees(
     assert np.flatnonzero(start == freed).tolist() == started_with_the_free_server
 
 
-# Two 8-GPU servers, 6 GPUs busy on each until 5000 s and 9000 s (packing puts the two
-# blockers on different servers). At 10 s a short-but-sensitive 4-GPU VGG16 (ideal 2000 s,
-# 6580 s spread over the two servers' 2 + 2 free GPUs) and a 1-GPU DeepSpeech (3000 s)
-# arrive.
+def test_ideal_time_is_the_profiled_time_on_the_best_placement() -> None:
+    config = Sced2Config(servers=1)
+    sim, _ = simulate_baseline(config, parse_jobs(QUEUE, config), "sif")
+    # Every job of QUEUE ran on its best placement, so its run time is its T_ideal.
+    np.testing.assert_allclose(sim.run_time, sim.ideal_duration)
+    np.testing.assert_allclose(
+        sim.ideal_duration, [1196, 4143, 3000, 1828, 2634], atol=1, err_msg="T_ideal (s)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("backfill", "starts"),
+    [
+        # Strict (002's FIFO): 1 and 2 at 1196 s (blocker 0's end); 3 at 5339 s, when job 1
+        # frees its GPUs and the server is whole again; 4 after 3, at 7167 s.
+        (None, [0, 1196, 1196, 5339, 7167]),
+        (False, [0, 1196, 1196, 5339, 7167]),
+        # FIFO with backfilling: 4 starts with 1 and 2, and 3 still at 5339 s.
+        (True, [0, 1196, 1196, 5339, 1196]),
+    ],
+)
+def test_fifo_does_not_backfill_unless_asked(backfill: bool | None, starts: list[int]) -> None:
+    config = Sced2Config(servers=1)
+    sim, _ = simulate_baseline(config, parse_jobs(QUEUE, config), "fifo", backfill)
+    np.testing.assert_allclose(sim.first_start, starts, atol=1)
+    result = run_sced2_baseline("fifo", servers=1, jobs=QUEUE, backfill=backfill)
+    assert result["backfill"] is (backfill is True)
+    # The environment's FIFO (the agent's view, J = 10 >= the queue) plays the same.
+    env = Sced2Env(servers=1, jobs=QUEUE)
+    env.reset(seed=0)
+    done, held_with_a_fit = False, False
+    while not done:
+        action = window_choice(env.core, "fifo", backfill)
+        held_with_a_fit |= action == env.config.hold_action and bool(env.core.feasible().any())
+        *_, terminated, truncated, info = env.step(action)
+        done = terminated or truncated
+    assert held_with_a_fit is (backfill is not True)
+    assert info["episode"]["avg_jct"] == pytest.approx(result["avg_jct"])
+    with pytest.raises(ValueError, match="backfill must be true, false or null"):
+        run_sced2_baseline("fifo", servers=1, jobs=QUEUE, backfill="no")
+
+
+# Two 8-GPU servers, 6 GPUs busy on each until 5935 s and 10683 s (packing puts the two
+# blockers on different servers). At 10 s a short-but-sensitive 4-GPU VGG16 (ideal 3420 s
+# in one group, 20170 s spread over the two servers' 2 + 2 free GPUs) and a 1-GPU
+# DeepSpeech (4000 s) arrive.
 SPREAD = [
     job(0, "Transformer", 6, 5000),
     job(0, "Transformer", 6, 9000),
     job(10, "VGG16", 4, 2000),  # 2
-    job(10, "DeepSpeech", 1, 3000),  # 3
+    job(10, "DeepSpeech", 1, 4000),  # 3
 ]
 
 
@@ -73,11 +125,11 @@ SPREAD = [
     [
         ("sif", 2, None, 2),  # shortest ideal: the VGG16 goes first, spread
         ("fifo", 2, None, 2),
-        # The oracle sees 6580 s spread vs 3000 s; the VGG16 starts, spread, when the
+        # The oracle sees 20170 s spread vs 4000 s; the VGG16 starts, spread, when the
         # DeepSpeech ends.
         ("saf", 3, 3, 2),
         ("lrf", 3, 3, 2),
-        ("spf", 3, 3, 2),  # 3000 < 4 x 2000
+        ("spf", 3, 3, 2),  # 4000 < 4 x 3420
         # Held at 10 s and when the DeepSpeech ends, placed in one server when blocker 0
         # ends (the third decision, within DSIF's 3 delays).
         ("dsif", 3, 0, 1),

@@ -68,11 +68,15 @@ def test_effectiveness_of_a_job_alone_by_hand() -> None:
     _, reward, terminated, _, info = env.step(0)
     # Packing puts the 4 workers in one 4-GPU group: every ring edge moves over PCIe.
     step = compute("VGG16") + ring_gigabits("VGG16", 4) / PCIE_GBPS
-    actual = 3600 * step / compute("VGG16")  # the work is 3600 s of ideal steps
+    actual = 3600 * step / compute("VGG16")  # the work is 3600 s of compute-only steps
     assert info["placed"]["step_time"] == pytest.approx(step)
     assert info["placed"]["actual"] == pytest.approx(actual)
-    # 0.0731 s of compute and 6.64 Gb over 128 Gbps (0.0519 s): 0.0731 / 0.1250.
-    assert reward == pytest.approx(3600 / (0 + actual)) == pytest.approx(0.5849, abs=1e-4)
+    # 002's T_ideal is "measured by profiling": the job's time on its best placement, one
+    # group, communication included -- this placement. 0.0731 s of compute and 6.64 Gb over
+    # 128 Gbps (0.0519 s): 3600 x 0.1250 / 0.0731 = 6155 s, and a job started at once on
+    # its best placement is fully effective (a compute-only T_ideal of 3600 s gave 0.5849).
+    assert info["placed"]["ideal"] == pytest.approx(actual) == pytest.approx(6155, abs=1)
+    assert reward == pytest.approx(1.0)
     assert terminated  # nothing else to decide: the environment ran to the end
     assert info["episode"]["execution_effectiveness"] == pytest.approx(reward)
     assert info["episode"]["avg_jct"] == pytest.approx(actual)
@@ -89,7 +93,9 @@ def test_effectiveness_counts_the_wait_and_spreading_slows_a_job() -> None:
     _, first, _, _, info = env.step(0)  # the 8-GPU Transformer, across both groups
     transformer = compute("Transformer")
     t1 = 1000 * (transformer + ring_gigabits("Transformer", 8) / PCIE_GBPS) / transformer
-    assert first == pytest.approx(1000 / t1)
+    # One whole server is the Transformer's best placement, so T_ideal = t1: E = 1.
+    assert info["placed"]["ideal"] == pytest.approx(t1)
+    assert first == pytest.approx(1.0)
     # Nothing else fits: the environment holds by itself until the Transformer ends.
     assert info["time"] == pytest.approx(t1)
     _, second, _, _, info = env.step(0)  # DeepSpeech (1 GPU, no communication) waited t1
@@ -97,6 +103,9 @@ def test_effectiveness_counts_the_wait_and_spreading_slows_a_job() -> None:
     assert info["placed"]["wait"] == pytest.approx(t1)
     _, third, terminated, _, info = env.step(0)  # VGG16, arrived at 10 s
     assert info["placed"]["wait"] == pytest.approx(t1 - 10)
+    # In one group, its best placement: T_ideal = T_actual = 3600 s of compute over PCIe.
+    vgg = 3600 * (compute("VGG16") + ring_gigabits("VGG16", 4) / PCIE_GBPS) / compute("VGG16")
+    assert third == pytest.approx(vgg / (t1 - 10 + vgg))
     assert terminated
     episode = info["episode"]
     assert episode["return"] == pytest.approx(first + second + third)
@@ -112,7 +121,10 @@ def test_a_spread_job_pays_the_server_port_and_matches_the_simulator() -> None:
     assert info["placed"]["servers"] == [0, 1]
     step = compute("VGG16") + ring_gigabits("VGG16", 4) / PORT_GBPS
     assert info["placed"]["step_time"] == pytest.approx(step)
-    assert reward == pytest.approx(3600 / (0 + 3600 * step / compute("VGG16")))  # no wait
+    # No wait; T_ideal is the time in one group (ring over PCIe), T_actual over the port:
+    # E = best step / this step.
+    best = compute("VGG16") + ring_gigabits("VGG16", 4) / PCIE_GBPS
+    assert reward == pytest.approx(best / step)
     # The profiled step time is the shared simulator's speed model for the job alone.
     sim = env.core.sim
     job_id = info["placed"]["job"]
@@ -175,7 +187,12 @@ def test_statistics_sketch_the_jobs_beyond_the_window() -> None:
     stats = split_observation(obs["observation"], env.config)["statistics"]
     assert stats[0] == pytest.approx(2 / 1)  # 2 jobs beyond a window of 1
     assert stats[1] == pytest.approx((2 + 4) / 2 / 8)
-    assert stats[2] == pytest.approx((3600 + 7200) / 2 / 3600)
+    # Mean T_ideal: the 2- and 4-GPU DeepSpeech in one group, ring over PCIe.
+    ideal = [
+        duration * (compute("DeepSpeech") + ring_gigabits("DeepSpeech", g) / PCIE_GBPS)
+        for g, duration in ((2, 3600), (4, 7200))
+    ]
+    assert stats[2] == pytest.approx(sum(ideal) / compute("DeepSpeech") / 2 / 3600)
     assert stats[3] == pytest.approx(info["time"] / 3600)
 
 
