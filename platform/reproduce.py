@@ -21,27 +21,36 @@ RAY_ADDRESS). Then a table per paper: each of the paper's figures (:mod:`tune.pa
 the value, its table or figure, its unit) next to the product's, whether the product reaches
 it, the product's rows (001: JCT in scheduling intervals as well as hours), the setting, the
 seeds and the training budget. MLflow (the tracking URI of ``--tracking-uri``, else
-MLFLOW_TRACKING_URI, else ``$PODSCHED_RESULTS/mlflow.db``) gets, in the experiment
+MLFLOW_TRACKING_URI, else ``$PODSCHED_RESULTS/mlflow.db``; a relative ``sqlite:///runs.db``
+is the file in the current folder, for train.py too) gets, in the experiment
 ``podsched-reproduce``, one parent run per paper (the figures as params, the product's as
 metrics, the table as artifacts) with one child run per setting, under which train.py's
 training and evaluation runs nest. ``--json`` prints one object (``papers``: per paper its
-``settings`` with ``budget``, ``rows``, ``figures``, ``status``, and ``parent_run_id``).
+``settings`` with ``budget``, ``rows``, ``figures``, ``status``, and ``parent_run_id``;
+``not_logged``, the MLflow error and what it did not take, when MLflow failed).
 ``--dry-run`` builds and checks every config (preflight: keys, model/environment fit) and
-prints them without training. A bad PAPER, ``--scale`` or ``--settings`` prints one line
-and exits with status 2 before anything runs; a failed training exits 1.
+``--storage``, and prints them without training. A bad PAPER, ``--scale``, ``--settings`` or
+``--storage`` prints one line and exits with status 2 before anything runs; a failed
+training exits 1. When MLflow stops taking runs during a reproduction (a server gone), the
+trainings go on and the report is printed all the same, its files kept in
+``$PODSCHED_RESULTS/unlogged-evaluations/<time>``; one line names what was not logged, and
+the exit status is 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import yaml
 
@@ -49,7 +58,13 @@ from envs.sim.report import json_safe
 from tune.cli import OneLineParser, UsageError
 from tune.experiment import ConfigError, ExperimentConfig
 from tune.paper_figures import PAPERS
-from tune.paths import resolve_storage
+from tune.paths import (
+    RESULTS_ENV,
+    is_uri,
+    resolve_storage,
+    results_root,
+    unlogged_evaluations_folder,
+)
 from tune.reproduction import (
     SCALES,
     Setting,
@@ -93,7 +108,11 @@ def build_parser() -> OneLineParser:
         "--storage",
         help="Tune results folder (default: $PODSCHED_RESULTS/ray_results, via train.py)",
     )
-    parser.add_argument("--tracking-uri", help="MLflow tracking URI (default: see above)")
+    parser.add_argument(
+        "--tracking-uri",
+        help="MLflow tracking URI (default: see above); a relative sqlite:///FILE is FILE in "
+        "the current folder",
+    )
     parser.add_argument(
         "--dry-run", action="store_true", help="build and check the configs; train nothing"
     )
@@ -141,6 +160,83 @@ def build_all(
     return configs
 
 
+def absolute_tracking_uri(uri: str) -> str:
+    """``uri`` with a relative sqlite database (``sqlite:///runs.db``) or file-store path
+    made absolute against the current folder, the one the user typed it in; anything else
+    untouched. train.py runs in the repository and Tune's trials in folders of their own,
+    where the relative name would open other stores. ValueError for an in-memory sqlite
+    store, which no other process sees."""
+    parsed = urlparse(uri)
+    if parsed.scheme == "sqlite":
+        database, _, query = uri.removeprefix("sqlite://").partition("?")
+        database = database.removeprefix("/")
+        if database in ("", ":memory:") or database.startswith("file::memory:"):
+            raise ValueError(
+                f"tracking URI {uri!r} is an in-memory sqlite store, which train.py's "
+                "process cannot see; name a file, e.g. sqlite:///mlflow.db (taken in this "
+                "folder) or sqlite:////abs/path/mlflow.db"
+            )
+        if uri.startswith("sqlite:///") and not Path(database).is_absolute():
+            absolute = f"sqlite:///{Path(database).absolute()}"
+            return f"{absolute}?{query}" if query else absolute
+        return uri
+    if not is_uri(uri) and parsed.scheme in ("", "file") and not uri.startswith("file:"):
+        return str(Path(uri).expanduser().absolute())
+    return uri
+
+
+def pin_tracking_uri(
+    configs: dict[str, ExperimentConfig], tracking_uri: str
+) -> dict[str, ExperimentConfig]:
+    """Every config with ``tracking.tracking_uri`` set to ``tracking_uri``, the store the
+    parent runs go to: train.py reads it from the config before MLFLOW_TRACKING_URI."""
+    return {
+        key: dataclasses.replace(
+            experiment,
+            tracking=dataclasses.replace(experiment.tracking, tracking_uri=tracking_uri),
+        )
+        for key, experiment in configs.items()
+    }
+
+
+class Tracking:
+    """The MLflow calls of a reproduction after its store was found reachable. The first
+    one the store does not take (a server gone, a database that fails) is remembered with
+    its reason and every later one is skipped and named, so a finished training's report
+    is never lost to MLflow, and MLflow's retries are waited out once, not per call."""
+
+    def __init__(self, tracking_uri: str) -> None:
+        self.tracking_uri = tracking_uri
+        #: Why the store stopped taking calls (None while it takes them).
+        self.failure: str | None = None
+        #: What was not logged, in order.
+        self.not_logged: list[str] = []
+
+    def call(self, what: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """``function(*args, **kwargs)``; None, with ``what`` noted as not logged, when
+        the store failed now or before."""
+        from tune.mlflow_retry import outage_errors
+
+        if self.failure is None:
+            try:
+                return function(*args, **kwargs)
+            except (*outage_errors(), OSError) as error:
+                text = str(error).strip()
+                reason = text.splitlines()[0][:200] if text else type(error).__name__
+                self.failure = f"{type(error).__name__}: {reason}"
+        if what not in self.not_logged:
+            self.not_logged.append(what)
+        return None
+
+    def problem(self, kept: str) -> str:
+        """The one line that says what was not logged and where the report is (``kept``)."""
+        return (
+            f"MLflow at {self.tracking_uri} failed ({self.failure}); not logged: "
+            f"{'; '.join(self.not_logged)} (runs begun may still show RUNNING). The results "
+            f"above are unaffected; {kept}"
+        )
+
+
 def log(line: str) -> None:
     """Progress on stderr (stdout carries the table or the JSON object)."""
     print(f"reproduce.py: {line}", file=sys.stderr, flush=True)
@@ -157,9 +253,14 @@ def train_setting(
     command = [sys.executable, str(TRAIN), "--config", str(config_path), "--json"]
     if storage:
         command += ["--storage", storage]
+    # train.py runs in the repository, not in the caller's folder: a relative results root
+    # would name another folder there (the tracking URI is made absolute in its config).
+    env = dict(os.environ)
+    if env.get(RESULTS_ENV):
+        env[RESULTS_ENV] = str(results_root())
     started = time.monotonic()
     # stderr (Tune's progress) goes to the user as it comes; stdout is train.py's JSON.
-    process = subprocess.run(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    process = subprocess.run(command, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env)
     seconds = time.monotonic() - started
     payload, problem = read_train_output(process.stdout, process.returncode)
     return payload, problem, seconds
@@ -252,12 +353,16 @@ def reproduce_paper(
     settings: list[Setting],
     configs: dict[str, ExperimentConfig],
     args: argparse.Namespace,
-    tracking_uri: str,
+    tracking: Tracking,
     folder: Path,
 ) -> dict[str, Any]:
     """Train and evaluate ``paper``'s settings, log the parent and child runs; the
-    paper's part of the ``--json`` object."""
-    parent = start_run(
+    paper's part of the ``--json`` object. What MLflow does not take is left to
+    ``tracking`` to report: the trainings and the report go on without it."""
+    tracking_uri = tracking.tracking_uri
+    parent = tracking.call(
+        f"paper {paper}'s parent run",
+        start_run,
         tracking_uri,
         f"reproduce-{paper}-{args.scale}",
         {"paper": paper, "scale": args.scale, "settings": ",".join(s.name for s in settings)},
@@ -272,7 +377,10 @@ def reproduce_paper(
         log(
             f"{paper} {setting.name}: training {experiment.name} ({spent['iterations']} iterations)"
         )
-        child = start_run(
+        label = f"{paper}/{setting.name}"
+        child = tracking.call(
+            f"{label}'s run",
+            start_run,
             tracking_uri,
             f"{paper}-{setting.name}-{args.scale}",
             {
@@ -289,7 +397,16 @@ def reproduce_paper(
         )
         since = int(time.time() * 1000)
         payload, error, seconds = train_setting(experiment, folder, args.storage)
-        nest_new_runs(tracking_uri, since, child, {parent, child})
+        # A run that could not be started (None) means the store failed: calls on it are
+        # skipped by ``tracking`` and named among what was not logged.
+        tracking.call(
+            f"nesting train.py's runs of {label}",
+            nest_new_runs,
+            tracking_uri,
+            since,
+            child,
+            {parent, child},
+        )
         entry: dict[str, Any] = {
             "setting": setting.name,
             "note": setting.note,
@@ -323,7 +440,9 @@ def reproduce_paper(
         if error:
             entry["error"] = error
             log(f"{paper} {setting.name}: {error}")
-        finish_run(tracking_uri, child, metrics, entry["status"])
+        tracking.call(
+            f"{label}'s figures", finish_run, tracking_uri, child, metrics, entry["status"]
+        )
         results.append(entry)
     report = {"paper": paper, "scale": args.scale, "parent_run_id": parent, "settings": results}
     table = folder / f"reproduce-{paper}-{args.scale}.md"
@@ -331,8 +450,11 @@ def reproduce_paper(
     data = folder / f"reproduce-{paper}-{args.scale}.json"
     data.write_text(json.dumps(json_safe(report), indent=1))
     failed = any(entry["status"] != "FINISHED" for entry in results)
-    finish_run(
-        tracking_uri, parent, parent_metrics, "FAILED" if failed else "FINISHED", [table, data]
+    status = "FAILED" if failed else "FINISHED"
+    tracking.call(
+        f"paper {paper}'s figures and report",
+        finish_run,
+        *(tracking_uri, parent, parent_metrics, status, [table, data]),
     )
     return report
 
@@ -410,10 +532,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         settings = chosen_settings(args)
+        if args.tracking_uri:
+            args.tracking_uri = absolute_tracking_uri(args.tracking_uri)
         configs = build_all(settings, args.scale, args.set, args.tracking_uri)
-        if args.storage and not args.dry_run:
+        if args.storage:
             # Every setting's train.py would refuse it, one after another, after MLflow
-            # runs were opened for them.
+            # runs were opened for them; a dry run says so as well.
             args.storage = resolve_storage(args.storage)
     except (UsageError, ConfigError, ValueError) as error:
         print(f"reproduce.py: error: {error}", file=sys.stderr)
@@ -430,12 +554,15 @@ def main(argv: list[str] | None = None) -> int:
     from tune.mlflow_tracking import experiment_id, quick_http, resolve_tracking_uri, ui_command
 
     try:
-        tracking_uri = resolve_tracking_uri(next(iter(configs.values())))
+        # MLFLOW_TRACKING_URI or a config's own URI may be relative as well: train.py gets
+        # the absolute one in its config, the parent runs' store.
+        tracking_uri = absolute_tracking_uri(resolve_tracking_uri(next(iter(configs.values()))))
+        configs = pin_tracking_uri(configs, tracking_uri)
         # Every setting's runs hang under a parent run: a store that cannot be reached
         # would otherwise surface minutes later, from MLflow's retries, as a traceback.
         with quick_http():
             experiment_id(tracking_uri, EXPERIMENT)
-    except ConfigError as error:
+    except (ConfigError, ValueError) as error:
         print(f"reproduce.py: error: {error}", file=sys.stderr)
         return 2
     except outage_errors() as error:
@@ -447,21 +574,47 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     reports = []
+    tracking = Tracking(tracking_uri)
+    kept = ""
     with tempfile.TemporaryDirectory(prefix="reproduce-") as scratch:
         folder = Path(scratch)
         for paper in dict.fromkeys(setting.paper for setting in settings):
             mine = [setting for setting in settings if setting.paper == paper]
-            reports.append(reproduce_paper(paper, mine, configs, args, tracking_uri, folder))
+            reports.append(reproduce_paper(paper, mine, configs, args, tracking, folder))
+        if tracking.failure is not None:
+            kept = keep_reports(folder)
     failed = any(e["status"] != "FINISHED" for report in reports for e in report["settings"])
     if args.json:
         payload = {"scale": args.scale, "tracking_uri": tracking_uri, "papers": reports}
+        if tracking.failure is not None:
+            payload["not_logged"] = {"error": tracking.failure, "what": tracking.not_logged}
         print(json.dumps(json_safe(payload)))
     else:
         for report in reports:
             print(format_report(report))
-            print(f"\nMLflow parent run {report['parent_run_id']} in '{EXPERIMENT}'\n")
+            if report["parent_run_id"] is not None:
+                print(f"\nMLflow parent run {report['parent_run_id']} in '{EXPERIMENT}'\n")
         print(f"open it with: {ui_command(tracking_uri)}")
+    if tracking.failure is not None:
+        print(f"reproduce.py: warning: {tracking.problem(kept)}", file=sys.stderr)
+        return 1
     return 1 if failed else 0
+
+
+def keep_reports(folder: Path) -> str:
+    """Copy the reports (``reproduce-*.md`` and ``.json``) of ``folder``, a temporary
+    folder, to :func:`tune.paths.unlogged_evaluations_folder`; says where they are."""
+    reports = sorted(folder.glob("reproduce-*.md")) + sorted(folder.glob("reproduce-*.json"))
+    if not reports:
+        return "no report file was written"
+    target = unlogged_evaluations_folder()
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for report in reports:
+            shutil.copy2(report, target / report.name)
+    except OSError as error:
+        return f"the report's files could not be kept in {target} ({error.strerror or error})"
+    return f"the report's files are in {target}"
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,15 +21,26 @@ ROOT = Path(__file__).resolve().parents[2]
 REPRODUCE = ROOT / "platform" / "reproduce.py"
 
 
-def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def run(
+    *args: str, timeout: float = 300, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(REPRODUCE), *args],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=cwd,
         timeout=timeout,
-        env=dict(os.environ),
+        env={**os.environ, **(env or {})},
     )
+
+
+def reproduce_module():
+    """platform/reproduce.py as a module (platform/ is not a package)."""
+    if str(ROOT / "platform") not in sys.path:
+        sys.path.insert(0, str(ROOT / "platform"))
+    import reproduce
+
+    return reproduce
 
 
 # ------------------------------------------------------------------ the papers' figures
@@ -242,6 +254,14 @@ def test_the_paper_scale_is_the_papers_setting() -> None:
         ([], "PAPER"),
         # A file where the results folder would go: refused before any setting trains.
         (["004", "--storage", "README.md/results"], "--storage"),
+        # ... and by a dry run, which checks what a real run would.
+        (
+            ["004", "--storage", "README.md/results", "--dry-run"],
+            "--storage " + str(ROOT / "README.md/results") + ": ",
+        ),
+        # A store no other process sees: train.py's runs would be lost.
+        (["004", "--tracking-uri", "sqlite://", "--dry-run"], "in-memory sqlite store"),
+        (["004", "--tracking-uri", "sqlite:///:memory:"], "in-memory sqlite store"),
         # Nothing listens on the discard port: said in seconds, before any setting trains.
         (["004", "--tracking-uri", "http://127.0.0.1:9"], "http://127.0.0.1:9 cannot be reached"),
     ],
@@ -253,6 +273,34 @@ def test_bad_arguments_are_one_line_and_exit_2(args: list[str], message: str) ->
     assert len(lines) == 1 and lines[0].startswith("reproduce.py: error:")
     assert message in lines[0]
     assert result.stdout == ""
+
+
+def test_a_relative_sqlite_uri_is_the_file_in_the_callers_folder(
+    tmp_path: Path, monkeypatch
+) -> None:
+    reproduce = reproduce_module()
+    monkeypatch.chdir(tmp_path)
+    assert reproduce.absolute_tracking_uri("sqlite:///runs.db") == f"sqlite:///{tmp_path}/runs.db"
+    assert (
+        reproduce.absolute_tracking_uri("sqlite:///sub/runs.db?mode=rw")
+        == f"sqlite:///{tmp_path}/sub/runs.db?mode=rw"
+    )
+    for unchanged in ("sqlite:////abs/runs.db", "http://127.0.0.1:5000", "postgresql://h/db"):
+        assert reproduce.absolute_tracking_uri(unchanged) == unchanged
+    with pytest.raises(ValueError, match="in-memory sqlite store"):
+        reproduce.absolute_tracking_uri("sqlite://")
+
+
+def test_a_dry_run_from_another_folder_gives_train_py_the_absolute_uri(tmp_path: Path) -> None:
+    """train.py runs in the repository: the configs it gets name the caller's file."""
+    result = run(
+        *("004", "--dry-run", "--json", "--tracking-uri", "sqlite:///runs.db"), cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    configs = json.loads(result.stdout)["configs"]
+    assert {c["config"]["tracking"]["tracking_uri"] for c in configs.values()} == {
+        f"sqlite:///{tmp_path}/runs.db"
+    }
 
 
 def test_dry_run_checks_the_paper_scale_without_training() -> None:
@@ -270,10 +318,13 @@ def test_a_tiny_reproduction_of_000_logs_parent_and_children(
 ) -> None:
     """000's RL-Hybrid at one PPO iteration on 20-job sets, two held-out workloads (hybrid:
     where the barely trained policy schedules nothing, the greedy rule does, so every job
-    finishes and the learned row has a JCT)."""
+    finishes and the learned row has a JCT). Run from another folder than the repository,
+    where train.py runs, with a relative store (MLFLOW_TRACKING_URI=sqlite:///mlflow.db)
+    and storage: train.py's runs land in the caller's store, nested under the setting."""
     from mlflow.tracking import MlflowClient
 
     uri = sqlite_uri
+    assert uri == f"sqlite:///{tmp_path}/mlflow.db"
     tiny = [
         "stop.training_iteration=1",
         "algorithm.train_batch_size=200",
@@ -283,13 +334,26 @@ def test_a_tiny_reproduction_of_000_logs_parent_and_children(
         "evaluation.seeds=[1000, 1001]",
     ]
     sets = [item for override in tiny for item in ("--set", override)]
-    result = run(
-        *("000", "--settings", "rl-hybrid", "--json", "--tracking-uri", uri),
-        *("--storage", str(tmp_path / "results"), *sets),
-        timeout=600,
-    )
+    strays = [ROOT / "mlflow.db", ROOT / "mlartifacts"]  # where the runs went astray
+    there = [path for path in strays if path.exists()]
+    try:
+        result = run(
+            *("000", "--settings", "rl-hybrid", "--json", "--storage", "results", *sets),
+            timeout=600,
+            cwd=tmp_path,
+            env={"MLFLOW_TRACKING_URI": "sqlite:///mlflow.db"},
+        )
+        assert [path for path in strays if path.exists()] == there
+    finally:
+        for path in strays:
+            if path not in there and path.is_file():
+                path.unlink()
+            elif path not in there and path.is_dir():
+                shutil.rmtree(path)
     assert result.returncode == 0, result.stderr[-3000:]
     payload = json.loads(result.stdout)
+    assert payload["tracking_uri"] == uri
+    assert list((tmp_path / "results").iterdir())  # Tune's results, in the caller's folder
     (report,) = payload["papers"]
     (entry,) = report["settings"]
     assert entry["status"] == "FINISHED"
@@ -327,3 +391,86 @@ def test_a_tiny_reproduction_of_000_logs_parent_and_children(
     assert any("-train-seed0-" in name for name in nested)
     assert {"eval-las-seeds1000-1001", "eval-srtf-seeds1000-1001"} <= nested
     assert len(runs) == 2 + len(by_parent[setting_run.info.run_id])
+
+
+def hand_trained(avg_jct: dict[str, float]) -> dict:
+    """A train.py ``--json`` result by hand: 000's rows with these avg JCTs (p90 twice)."""
+    kinds = {"learned-greedy": "learned", "srtf": "heuristic", "las": "heuristic"}
+    return {
+        "summary": {"learned": "learned-greedy", "best_heuristic": "srtf"},
+        "evaluation": {
+            policy: {"kind": kinds[policy], "metrics": {"avg_jct": jct, "p90_jct": 2 * jct}}
+            for policy, jct in avg_jct.items()
+        },
+        "training_s": 1.0,
+        "checkpoint": "/checkpoint",
+    }
+
+
+@pytest.mark.integration
+def test_an_mlflow_outage_after_training_keeps_the_report(
+    gated_mlflow, tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """The tracking server goes away as 000's first setting finishes training (train.py's
+    result stands in for the training, MLflow is a real server behind a gate): both
+    settings' figures are still printed and their files kept, one line names what was not
+    logged, and the exit status is 1."""
+    from mlflow.tracking import MlflowClient
+
+    reproduce = reproduce_module()
+    gate, uri = gated_mlflow
+    monkeypatch.setenv("PODSCHED_RESULTS", str(tmp_path / "results"))
+    # MLflow's client gives up on the gone server at once instead of after minutes.
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    trained = []
+
+    def train_then_outage(experiment, folder, storage):
+        trained.append(experiment.name)
+        gate.close()  # the server goes away as the training ends
+        return hand_trained({"learned-greedy": 8000.0, "srtf": 10000.0, "las": 16000.0}), "", 1.0
+
+    monkeypatch.setattr(reproduce, "train_setting", train_then_outage)
+    status = reproduce.main(
+        ["000", "--settings", "rl-base,rl-hybrid", "--json", "--tracking-uri", uri]
+    )
+    out, err = capsys.readouterr()
+    assert status == 1
+    assert trained == ["reproduce-000-rl-base-small", "reproduce-000-rl-hybrid-small"]
+    payload = json.loads(out)
+    (report,) = payload["papers"]
+    for entry in report["settings"]:
+        assert entry["status"] == "FINISHED"
+        figures = {f["label"]: f["product"] for f in entry["figures"]}
+        assert figures["average JCT reduction vs SRTF"] == pytest.approx(20.0)
+        assert figures["average JCT reduction vs LAS"] == pytest.approx(50.0)
+    not_logged = [
+        "nesting train.py's runs of 000/rl-base",
+        "000/rl-base's figures",
+        "000/rl-hybrid's run",
+        "nesting train.py's runs of 000/rl-hybrid",
+        "000/rl-hybrid's figures",
+        "paper 000's figures and report",
+    ]
+    assert payload["not_logged"]["what"] == not_logged
+    assert payload["not_logged"]["error"].startswith("MlflowException: ")
+    (kept,) = (tmp_path / "results" / "unlogged-evaluations").iterdir()
+    assert sorted(path.name for path in kept.iterdir()) == [
+        "reproduce-000-small.json",
+        "reproduce-000-small.md",
+    ]
+    assert (
+        "| average JCT reduction vs SRTF | §V-B Fig. 5 | 15.4% | 20.0% | yes |"
+        in (kept / "reproduce-000-small.md").read_text()
+    )
+    assert json.loads((kept / "reproduce-000-small.json").read_text())["settings"] == json.loads(
+        json.dumps(report["settings"])
+    )
+    (line,) = [line for line in err.splitlines() if "not logged" in line]
+    assert line.startswith(f"reproduce.py: warning: MLflow at {uri} failed (MlflowException: ")
+    assert f"; not logged: {'; '.join(not_logged)} (runs begun may still show RUNNING)" in line
+    assert line.endswith(f"The results above are unaffected; the report's files are in {kept}")
+    gate.open()
+    # What the line says: the parent run began and was never finished.
+    parent = MlflowClient(tracking_uri=uri).get_run(report["parent_run_id"])
+    assert parent.info.status == "RUNNING"
