@@ -13,12 +13,16 @@ Sections (every key optional except where noted; unknown keys fail with their na
     tracking: {tracking_uri: null, experiment: null}
     warm_start: {heuristic: fifo+packing, episodes: 40, epochs: 20, lr: 1.0e-3}  # optional
     sweep: {space: {algorithm.lr: {loguniform: [1.0e-5, 1.0e-3]}}, scheduler: asha}  # optional
-    seeds: [0]                              # one Tune trial per training seed
+    seeds: [0]                              # one Tune trial per seed (a sweep: the first)
 
 ``--set a.b=c`` overrides any key (values parsed as YAML scalars/lists; scientific
 notation YAML 1.1 reads as text, ``1e-4``, is a number there and in ``algorithm.extra``:
-:func:`missed_floats`). Derived values are properties; validation raises ConfigError (a
-ValueError) naming the key and what is allowed, before anything starts Ray.
+:func:`missed_floats`). A swept key is one key of ``sweep.space``, dots and all:
+``--set 'sweep.space.algorithm.lr={loguniform: [1e-5, 1e-3]}'`` (or
+``sweep.space.algorithm.lr.loguniform=[1e-5, 1e-3]``) sets its distribution, ``=null``
+stops sweeping it (:func:`set_space_entry`). Derived values are properties; validation
+raises ConfigError (a ValueError) naming the key and what is allowed, before anything
+starts Ray.
 """
 
 from __future__ import annotations
@@ -1113,8 +1117,58 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
                 value = float(value)
         elif isinstance(value, dict | list):
             value = missed_floats(value)
-        set_dotted(result, key, value, f"--set {key}")
+        if key.startswith(SPACE_PREFIX):
+            set_space_entry(result, key, value)
+        else:
+            set_dotted(result, key, value, f"--set {key}")
     return result
+
+
+#: The ``--set`` prefix of one swept key. The space's keys are dotted config keys
+#: themselves (``algorithm.lr``), so what follows the prefix is one key, not a path of
+#: sections: split at every dot, ``--set sweep.space.algorithm.lr=...`` made a section
+#: ``algorithm`` in the space, refused as a key no sweep varies.
+SPACE_PREFIX = "sweep.space."
+
+
+def set_space_entry(data: dict[str, Any], key: str, value: Any) -> None:
+    """Apply ``--set sweep.space.<swept key>=<value>`` (``key`` with the prefix) to the
+    config ``data`` in place, making the sweep section and its space when missing:
+
+    - ``sweep.space.algorithm.lr={loguniform: [1e-5, 1e-3]}`` sets the key's distribution,
+      replacing the one it had;
+    - ``sweep.space.algorithm.lr.loguniform=[1e-5, 1e-3]`` (a distribution's name last, as
+      the sweep's parent run in MLflow names its params) is the same;
+    - ``sweep.space.algorithm.lr=null`` stops sweeping the key (ConfigError naming the
+      swept keys when it is not one of them).
+
+    The entry itself is checked where the config is (:class:`SweepSection`)."""
+    label = f"--set {key}"
+    entry = key.removeprefix(SPACE_PREFIX)
+    sweep = data.get("sweep")
+    if sweep is None:  # no sweep section (or sweep: null): this key starts one
+        sweep = data["sweep"] = {}
+    if not isinstance(sweep, dict):
+        raise ConfigError(f"{label}: sweep is not a section")
+    space = sweep.get("space")
+    if space is None:
+        space = sweep["space"] = {}
+    if not isinstance(space, dict):
+        raise ConfigError(f"{label}: sweep.space is not a mapping of swept keys")
+    if value is None:
+        if entry not in space:
+            raise ConfigError(
+                f"{label}=null stops sweeping a key, and sweep.space has no {entry!r}; its "
+                f"keys: {', '.join(space) or 'none'}"
+            )
+        del space[entry]
+        return
+    swept, _, last = entry.rpartition(".")
+    if swept and last in DISTRIBUTIONS and not isinstance(value, dict):
+        # A mapping is a whole entry; anything else after a distribution's name is its
+        # arguments. A key holds one distribution, so this one replaces what it had.
+        entry, value = swept, {last: value}
+    space[entry] = value
 
 
 def set_dotted(data: dict[str, Any], key: str, value: Any, label: str) -> None:

@@ -7,12 +7,27 @@ Metrics go in one ``log_batch`` per result (the stock Tune callback sends one re
 metric: ~1.8 s per result on sqlite, see shared/notes). Evaluation runs of the learned
 policy and of every heuristic carry the SAME metric names (those of ``simulate.py run``),
 and a ``policy`` tag, so the MLflow UI compares them side by side.
+
+**What a PBT trial trains with.** A sweep's trial run logs its swept keys as params with
+the values the trial starts with (:func:`trial_params`). Under ``sweep.scheduler: pbt``
+those values change while the trial runs -- an exploit copies a better trial's values,
+then perturbs them -- and MLflow params are write-once, so the run would keep showing
+values its later iterations never used. Each such run therefore also logs, at every
+training iteration and with that iteration as its step, one metric per swept key named
+``pbt/<swept key>`` (``pbt/algorithm.lr``): the value that iteration trained with, read
+from the result the trainable reported (:func:`trained_values`). In the MLflow UI its
+chart is the trial's schedule next to its return, its last value (the runs table's
+column) the value the trial ended with, and the param the value it began with. A value
+that is not a number (a ``choice`` of strings or lists) is logged as its position in the
+key's ``choice`` or ``grid`` list, as ``pbt/<swept key>/index``. Other sweeps and
+trainings log no such metrics: their values never change, and the params hold them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import os
 import sys
 import time
@@ -144,6 +159,38 @@ def experiment_tags(experiment: ExperimentConfig) -> dict[str, str]:
     }
 
 
+#: The prefix of the metrics that follow a PBT trial's swept values (module docstring).
+PBT_PREFIX = "pbt/"
+
+
+def trained_values(experiment: ExperimentConfig, result: dict[str, Any]) -> dict[str, float]:
+    """Under ``sweep.scheduler: pbt``, the value of each swept key that the training
+    iteration of ``result`` ran with, as metrics (see the module docstring): ``pbt/<key>``
+    for a number (a bool as 0 or 1), else ``pbt/<key>/index``, its position in the key's
+    ``choice`` or ``grid`` list. Empty without a PBT sweep.
+
+    The values come from the result's own ``config`` (the trainable's config when it
+    trained), not from the trial's: Tune's scheduler hears a result before the callbacks
+    do, so after an exploit the trial's config already holds the next iteration's values.
+    """
+    sweep = experiment.sweep
+    config = result.get("config")
+    if sweep is None or sweep.scheduler != "pbt" or not isinstance(config, dict):
+        return {}
+    from tune.search import swept_params
+
+    values: dict[str, float] = {}
+    for key, value in swept_params(config, experiment).items():
+        # numbers.Real: numpy's numbers too, which a config dict may hold.
+        if isinstance(value, numbers.Real) and math.isfinite(value):
+            values[f"{PBT_PREFIX}{key}"] = float(value)
+            continue
+        ((name, args),) = sweep.space[key].items()
+        if name in ("choice", "grid") and value in args:
+            values[f"{PBT_PREFIX}{key}/index"] = float(args.index(value))
+    return values
+
+
 def curated_metrics(result: dict[str, Any]) -> dict[str, float]:
     """The training metrics logged per iteration (finite numbers only)."""
     flat = flatten(result, separator="/")
@@ -215,8 +262,9 @@ def trial_params(experiment: ExperimentConfig, trial_config: dict[str, Any]) -> 
     ``algorithm.lr``. A swept mapping replaces the base one's keys; without a sweep the
     flattened config is the trial's.
 
-    PBT perturbs values later; MLflow params cannot change, so they hold the values the
-    trial started with (its curve shows the rest).
+    PBT changes values later; MLflow params cannot change, so they hold the values the
+    trial started with, and the metrics ``pbt/<swept key>`` what each iteration trained
+    with (:func:`trained_values`).
     """
     params = experiment.flat()
     if experiment.sweep is None:
@@ -268,8 +316,9 @@ def quick_http() -> Iterator[None]:
 
 
 class MLflowTrialCallback(ray_tune.Callback):
-    """One MLflow run per Tune trial: flattened config as params, batched metrics, and a
-    status that says how the trial ended.
+    """One MLflow run per Tune trial: flattened config as params, batched metrics (with,
+    under a PBT sweep, the values each iteration trained with: :func:`trained_values`),
+    and a status that says how the trial ended.
 
     - A run ends FINISHED when its trial completes, FAILED when it errors, and KILLED
       when the experiment ends with the trial neither (Ctrl-C, a stop signal); a resumed
@@ -316,8 +365,8 @@ class MLflowTrialCallback(ray_tune.Callback):
     def on_trial_result(
         self, iteration: int, trials: list, trial: Any, result: dict, **info: Any
     ) -> None:
-        """Log the curated metrics of one training iteration in one request (buffered
-        while MLflow is unreachable)."""
+        """Log the curated metrics of one training iteration, and under a PBT sweep the
+        values it trained with, in one request (buffered while MLflow is unreachable)."""
         from mlflow.entities import Metric
 
         if trial.trial_id not in self.run_ids:
@@ -330,7 +379,8 @@ class MLflowTrialCallback(ray_tune.Callback):
             return
         self.last_steps[trial.trial_id] = step
         now = int(time.time() * 1000)
-        metrics = [Metric(k, v, now, step) for k, v in curated_metrics(result).items()]
+        values = {**curated_metrics(result), **trained_values(self.experiment, result)}
+        metrics = [Metric(k, v, now, step) for k, v in values.items()]
         self._send("metrics", self.run_ids[trial.trial_id], metrics)
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:

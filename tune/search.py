@@ -12,7 +12,10 @@ together fail before anything runs. :func:`param_space` puts the distributions i
 experiment's RLlib AlgorithmConfig, :func:`tune_config` adds the metric, mode, ASHA or PBT
 (whose perturbations stay inside each range, :class:`KeepInRange`) and random or Optuna
 search, and :func:`run_sweep` runs it (or resumes it) and reports each trial and the best
-one; ``tune/sweep.py`` is the command line.
+one; ``tune/sweep.py`` is the command line. Every trial trains on the first of the
+config's training ``seeds``, on purpose (:func:`sweep_seed`); the parent run records it
+as ``sweep.seed``, and under PBT each trial run follows the values it trains with as
+metrics ``pbt/<swept key>`` (:mod:`tune.mlflow_tracking`).
 """
 
 from __future__ import annotations
@@ -377,9 +380,37 @@ def _config_dict_key(key: str) -> str:
     return RLLIB_NAMES.get(name, name)
 
 
+def sweep_seed(experiment: ExperimentConfig) -> int:
+    """The training seed every trial of ``experiment``'s sweep trains on: the first of
+    ``seeds``.
+
+    One seed, the same for all, on purpose. Tune's schedulers and searchers judge single
+    trials: ASHA stops a trial on its own result, PBT clones one trial's weights into
+    another, TPE learns from each trial's score, and the sweep's best is the best trial.
+    A trial per seed would have them stop one seed of a configuration and keep another,
+    clone weights across seeds, and crown the luckiest seed; one trial cannot train
+    several seeds either (it is one RLlib Algorithm). On one seed, every trial plays the
+    same workloads from the same start, so trials differ by their values alone (a paired
+    comparison); how far the chosen values vary across seeds is then ``train.py``'s to
+    measure, which trains one trial per seed of ``seeds``."""
+    return experiment.seeds[0]
+
+
+def seed_warning(experiment: ExperimentConfig) -> str | None:
+    """The line that says the sweep trains on one of several training seeds
+    (:func:`sweep_seed`), or None when ``seeds`` has one."""
+    if len(experiment.seeds) < 2:
+        return None
+    return (
+        f"every trial trains on seed {sweep_seed(experiment)}, the first of seeds "
+        f"{experiment.seeds} (trials are compared on one seed); train the chosen values on "
+        "every seed with platform/train.py"
+    )
+
+
 def param_space(experiment: ExperimentConfig) -> Any:
     """The experiment's AlgorithmConfig with the sweep's distributions in place of the
-    swept values (seeded with the first training seed). A swept
+    swept values, every trial seeded with :func:`sweep_seed`. A swept
     ``environment.config.credit`` that can draw ``job`` samples whole episodes with the
     credit callback in every trial (:func:`tune.rllib_config.with_job_credit`): the
     config's own credit decides that for a training run, but here a trial may draw
@@ -387,7 +418,7 @@ def param_space(experiment: ExperimentConfig) -> Any:
     from tune.rllib_config import algorithm_config, with_job_credit
 
     sweep = sweep_of(experiment)
-    config = algorithm_config(experiment, seed=experiment.seeds[0])
+    config = algorithm_config(experiment, seed=sweep_seed(experiment))
     credit = sweep.space.get("environment.config.credit")
     if credit is not None and "job" in probe_values(credit):
         config = with_job_credit(config)
@@ -453,7 +484,7 @@ def tune_config(experiment: ExperimentConfig, num_samples: int | None = None) ->
         # 8-trial sweep): a quarter of the trials here, the rest proposed from the finished.
         startup = max(1, (num_samples or sweep.num_samples) // 4)
         search = OptunaSearch(
-            sampler=TPESampler(seed=experiment.seeds[0], n_startup_trials=startup)
+            sampler=TPESampler(seed=sweep_seed(experiment), n_startup_trials=startup)
         )
     return ray_tune.TuneConfig(
         metric=sweep.result_key,
@@ -506,8 +537,9 @@ def _parent_run(
     num_samples: int | None = None,
 ) -> str:
     """The sweep's MLflow parent run: the one this sweep opened before (``resume``), else
-    a new one (``num_samples``: the trials asked for, when not the config's); RUNNING
-    either way."""
+    a new one (``num_samples``: the trials asked for, when not the config's; ``sweep.seed``:
+    the one training seed of every trial, where the config's ``seeds`` may list more);
+    RUNNING either way."""
     from mlflow.tracking import MlflowClient
 
     from tune.mlflow_tracking import log_run
@@ -522,7 +554,11 @@ def _parent_run(
             tracking_uri,
             experiment.experiment_name,
             name,
-            params={**experiment.flat(), "sweep.num_samples": num_samples or sweep.num_samples},
+            params={
+                **experiment.flat(),
+                "sweep.num_samples": num_samples or sweep.num_samples,
+                "sweep.seed": sweep_seed(experiment),
+            },
             tags={
                 "stage": "sweep",
                 "formulation": experiment.environment.name,

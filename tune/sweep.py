@@ -6,6 +6,9 @@ How to run
     python tune/sweep.py --config tune/configs/sced2_dqn.yaml --num-samples 8 \\
         --set sweep.scheduler=pbt --set sweep.search=random --set 'sweep.scheduler_config={}' \\
         --set stop.training_iteration=20 --json
+    python tune/sweep.py --config tune/configs/sced2_dqn.yaml \\
+        --set 'sweep.space.algorithm.lr={loguniform: [1e-4, 1e-2]}' \\
+        --set sweep.space.algorithm.gamma=null     # one swept key changed, one no longer swept
     python tune/sweep.py --config tune/configs/sced2_dqn.yaml --resume   # after Ctrl-C / a kill
 
 What you get
@@ -21,9 +24,14 @@ choice and both ends of each range (as the floats Tune draws from ``uniform``,
 ``loguniform`` and ``quniform``), alone and combined with the other keys' values, against
 the algorithm (PPO and DQN take different settings), the model and the environment (with
 ``model.sharing: per-agent``, the same agents); a bad one prints one line and exits with
-status 2. One MLflow parent run for the sweep, with one child run per trial (params,
-per-iteration metrics), comparable in the MLflow UI; a summary table at the end, ranked by
-the metric, and the best trial's checkpoint (its best kept by
+status 2. Every trial trains on the first of the config's training ``seeds`` (the same
+workloads for all, so trials differ by their values alone; with several seeds a warning
+says so: train the chosen values on every seed with ``platform/train.py``). One MLflow
+parent run for the sweep (its params the config, ``sweep.num_samples`` and ``sweep.seed``),
+with one child run per trial (params: the values the trial starts with; per-iteration
+metrics; under PBT also ``pbt/<swept key>``, the value each iteration trained with, as PBT
+changes them), comparable in the MLflow UI; a summary table at the end (each trial's
+final values), ranked by the metric, and the best trial's checkpoint (its best kept by
 ``checkpoint.score`` when the config declares one, else its latest) and values (``--json``:
 one object with ``trials``, ``metric``, ``mode``, ``status``, ``best_trial``,
 ``best_checkpoint``, ``best_checkpoint_by`` (the score's key or "latest"), ``best_config``,
@@ -62,7 +70,14 @@ def build_parser() -> OneLineParser:
         "--num-samples", type=int, help="trials to draw (default: the config's sweep.num_samples)"
     )
     parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key"
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key (value read as YAML); a swept key is one key of "
+        "sweep.space, dots and all: 'sweep.space.algorithm.lr={loguniform: [1e-5, 1e-3]}' "
+        "(or sweep.space.algorithm.lr.loguniform=[1e-5,1e-3]) sets its distribution, "
+        "sweep.space.algorithm.lr=null stops sweeping it",
     )
     parser.add_argument(
         "--storage",
@@ -90,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         storage = resolve_storage(args.storage or default_storage())
         from tune.preflight import check_experiment, resource_warnings
         from tune.runs import check_resumable, start_ray_for
-        from tune.search import check_sweep, sweep_name
+        from tune.search import check_sweep, seed_warning, sweep_name
 
         if args.resume:  # nothing to resume: say so before Ray, MLflow or the preflight
             check_resumable(experiment, storage, sweep_name(experiment))
@@ -98,8 +113,9 @@ def main(argv: list[str] | None = None) -> int:
         tracking_uri = resolve_tracking_uri(experiment)  # milliseconds, the preflight seconds
         check_experiment(experiment)
         check_sweep(experiment)
-        for warning in resource_warnings(experiment):
-            print(f"sweep.py: warning: {warning}", file=sys.stderr)
+        for warning in [*resource_warnings(experiment), seed_warning(experiment)]:
+            if warning:
+                print(f"sweep.py: warning: {warning}", file=sys.stderr)
         start_ray_for(experiment, tracking_uri)
     except (ConfigError, ValueError) as error:
         print(f"sweep.py: error: {error}", file=sys.stderr)

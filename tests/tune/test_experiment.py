@@ -292,3 +292,70 @@ def test_scientific_notation_in_a_yaml_files_algorithm_extra_is_a_number(tmp_pat
     assert experiment.sweep is not None
     assert experiment.sweep.space["algorithm.extra.vf_loss_coeff"] == {"choice": [0.01, 0.1]}
     assert experiment.environment.config == {"trace": "1e5"}  # not under algorithm.extra
+
+
+DQN_SWEEP = ROOT / "tune" / "configs" / "sced2_dqn.yaml"
+
+
+def test_set_changes_adds_and_removes_one_swept_key() -> None:
+    """A swept key is one key of sweep.space, dots and all. Split at every dot, each of
+    these made a section ``algorithm`` (or ``environment``) in the space, refused as a key
+    no sweep varies."""
+    space = load_config(
+        DQN_SWEEP,
+        [
+            "sweep.space.algorithm.lr={loguniform: [1e-4, 1e-2]}",  # replaced
+            "sweep.space.algorithm.extra.n_step={choice: [1, 3]}",  # added
+            "sweep.space.environment.config.num_jobs.choice=[40, 80]",  # as MLflow names it
+            "sweep.space.algorithm.gamma=null",  # no longer swept
+        ],
+    ).sweep.space
+    assert space == {
+        "algorithm.lr": {"loguniform": [1e-4, 1e-2]},
+        "algorithm.extra.target_network_update_freq": {"choice": [500, 2000, 8000]},
+        "algorithm.extra.n_step": {"choice": [1, 3]},
+        "environment.config.num_jobs": {"choice": [40, 80]},
+    }
+    # The name a distribution's arguments have in the parent run's MLflow params.
+    switched = load_config(DQN_SWEEP, ["sweep.space.algorithm.gamma.uniform=[0.9, 0.99]"])
+    assert switched.sweep.space["algorithm.gamma"] == {"uniform": [0.9, 0.99]}
+    # A config without a sweep section gets one.
+    started = load_config(TINY, ["sweep.space.algorithm.lr={choice: [1e-4]}"])
+    assert started.sweep.space == {"algorithm.lr": {"choice": [1e-4]}}
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "sweep.space.algorithm.nope=null",
+            "--set sweep.space.algorithm.nope=null stops sweeping a key, and sweep.space has "
+            "no 'algorithm.nope'; its keys: algorithm.extra.target_network_update_freq, "
+            "algorithm.gamma, algorithm.lr",
+        ),
+        (
+            "sweep.space.algorithm.lr.lognormal=[1, 2]",
+            "sweep.space.algorithm.lr.lognormal must be one distribution, e.g. {choice: [a, b]}; "
+            "allowed: uniform, loguniform",
+        ),
+        ("sweep.space.algorithm.lr={loguniform: [1e-4]}", "sweep.space.algorithm.lr: loguniform"),
+        ("sweep.space.algorithm.name={choice: [PPO]}", "sweep.space.algorithm.name: a sweep"),
+    ],
+)
+def test_a_bad_swept_key_set_names_it_as_written(override: str, message: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_config(DQN_SWEEP, [override])
+    assert str(error.value).startswith(message)
+
+
+def test_sweep_py_says_in_one_line_what_a_bad_set_swept_key_lacks(capsys) -> None:
+    """Refused before Ray, MLflow or the preflight start: exit status 2, one line."""
+    from tune.sweep import main
+
+    status = main(
+        ["--config", str(DQN_SWEEP), "--set", "sweep.space.algorithm.lr={loguniform: [1e-4]}"]
+    )
+    assert status == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "sweep.py: error: sweep.space.algorithm.lr: loguniform takes 2 numbers, got [0.0001]"
+    ]

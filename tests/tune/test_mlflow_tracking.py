@@ -224,3 +224,52 @@ def test_a_sweep_trials_run_logs_the_values_it_trains_with(sqlite_uri: str) -> N
     assert (params["trial.lr"], params["trial.lambda"]) == ("2.5e-05", "0.9")
     assert params["algorithm.train_batch_size"] == "200"  # not swept: the config's value
     assert params["trial.seed"] == str(config["seed"])
+
+
+@pytest.mark.parametrize("scheduler", ["pbt", "asha"])
+def test_a_pbt_trial_s_run_follows_the_values_each_iteration_trained_with(
+    sqlite_uri: str, scheduler: str
+) -> None:
+    """MLflow params are write-once: under PBT each iteration's swept values are metrics
+    ``pbt/<key>``, read from the result the trainable reported (Tune's scheduler has
+    already moved the trial's own config on to the next iteration's values when the
+    callback hears a result); a value that is no number by its position in its choice
+    list. Other sweeps' values never change: the params say it all, no such metrics."""
+    from mlflow.tracking import MlflowClient
+    from ray.tune.experiment import Trial
+
+    from tune.experiment import config_from_dict, load_config
+    from tune.mlflow_tracking import MLflowTrialCallback
+
+    space = {
+        "algorithm.lr": {"loguniform": [1e-4, 1e-3]},
+        "algorithm.extra.td_error_loss_fn": {"choice": ["huber", "mse"]},
+    }
+    experiment = config_from_dict(
+        {**load_config(TINY).to_dict(), "sweep": {"space": space, "scheduler": scheduler}}
+    )
+    first = {"lr": 2e-4, "td_error_loss_fn": "huber", "seed": 0}
+    trial = Trial("PPO", stub=True, trial_id="pbt00_00001", config=dict(first))
+    callback = MLflowTrialCallback(sqlite_uri, experiment)
+    start(callback, trial, [trial])
+    exploited = {**first, "lr": 2.4e-4, "td_error_loss_fn": "mse"}
+    for iteration, trained in ((1, first), (2, first), (3, exploited)):
+        # PBT exploited at iteration 2's result: the trial holds iteration 3's values.
+        trial.set_config(exploited if iteration >= 2 else dict(first))
+        result = {"training_iteration": iteration, "time_this_iter_s": 1.0, "config": trained}
+        callback.on_trial_result(iteration=iteration, trials=[trial], trial=trial, result=result)
+    client = MlflowClient(sqlite_uri)
+    run = client.get_run(callback.run_ids[trial.trial_id])
+    histories = {
+        key: [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, key)]
+        for key in run.data.metrics
+        if key.startswith("pbt/")
+    }
+    expected = {
+        "pbt/algorithm.lr": [(1, 2e-4), (2, 2e-4), (3, 2.4e-4)],
+        "pbt/algorithm.extra.td_error_loss_fn/index": [(1, 0.0), (2, 0.0), (3, 1.0)],
+    }
+    assert histories == (expected if scheduler == "pbt" else {})
+    # The params: the values the trial began with.
+    assert run.data.params["algorithm.lr"] == "0.0002"
+    assert run.data.params["algorithm.extra.td_error_loss_fn"] == "huber"

@@ -139,7 +139,7 @@ def accumulate() -> type:
 
 
 def interrupted_and_resumed(
-    tmp_path: Path, stop: int, interrupt: CtrlCAfterIteration
+    tmp_path: Path, stop: int, interrupt: CtrlCAfterIteration, tracking: Any = None
 ) -> tuple[Any, Any, list]:
     """Two trials adding 1.0 ("0_rate=1.0000", the strong) and 0.01 ("1_rate=0.0100", the
     weak) per iteration, taking turns (both CPUs of the test's Ray each, PBT pausing one
@@ -150,7 +150,8 @@ def interrupted_and_resumed(
     interrupted by ``interrupt``, then Tuner.restore to ``stop``. The results before and
     after, and PBT's own log of exploits (target tag, clone tag, target's iteration,
     clone's iteration, clone's config, new config). Fails if a trial ever waits to restart
-    from another trial's folder or a deleted checkpoint."""
+    from another trial's folder or a deleted checkpoint. ``tracking``: a further callback
+    (MLflow's), restored with the experiment as Tune restores every callback."""
     log = tmp_path / "checkpoints.log"
     param_space = {"rate": ray_tune.grid_search([1.0, 0.01]), "path_type": PurePosixPath}
     scheduler = DurablePBT(
@@ -170,7 +171,7 @@ def interrupted_and_resumed(
             storage_path=str(tmp_path),
             stop={"training_iteration": stop},
             checkpoint_config=ray_tune.CheckpointConfig(num_to_keep=1, checkpoint_frequency=1),
-            callbacks=[OwnFolderCheck(log), interrupt],
+            callbacks=[OwnFolderCheck(log), interrupt, *([tracking] if tracking else [])],
             verbose=0,
         ),
     ).fit()
@@ -186,9 +187,24 @@ def interrupted_and_resumed(
     return first, resumed, exploits
 
 
+def rate_sweep(tracking_uri: str) -> Any:
+    """MLflow's trial callback for the trainable above as a PBT sweep of
+    ``algorithm.extra.rate`` (the key ``rate`` in the trial's config, as RLlib names an
+    ``algorithm.extra`` setting), of the tiny experiment's MLflow experiment."""
+    from tune.experiment import config_from_dict, load_config
+    from tune.mlflow_tracking import MLflowTrialCallback
+
+    tiny = Path(__file__).resolve().parents[1] / "data" / "configs" / "tiny.yaml"
+    space = {"algorithm.extra.rate": {"choice": [1.0, 0.01]}}
+    experiment = config_from_dict(
+        {**load_config(tiny).to_dict(), "sweep": {"space": space, "scheduler": "pbt"}}
+    )
+    return MLflowTrialCallback(tracking_uri, experiment)
+
+
 @pytest.mark.integration
 def test_a_resumed_pbt_experiment_goes_on_from_the_exploited_copy_with_its_values(
-    ray_local, tmp_path: Path, recwarn: pytest.WarningsRecorder
+    ray_local, tmp_path: Path, recwarn: pytest.WarningsRecorder, sqlite_uri: str
 ) -> None:
     """Interrupted once both trials reported iteration 2, resumed to 3. By hand: strong 1
     (alone: nothing to compare), weak 0.01 (the strong one has no PBT checkpoint yet),
@@ -196,8 +212,13 @@ def test_a_resumed_pbt_experiment_goes_on_from_the_exploited_copy_with_its_value
     rate 1.0 -- interrupted. Resumed: strong 3 (its final checkpoint deletes the one the
     weak trial was cloned from), weak 2 + 1.0 = 3. Tune's PBT leaves the weak trial
     pointing into the strong trial's folder; a resume that lost the exploit's rate ends it
-    at 2.01."""
-    first, resumed, exploits = interrupted_and_resumed(tmp_path, 3, CtrlCAfterIteration(2, 2))
+    at 2.01. MLflow shows each trial's rate per iteration as it trained with it
+    (``pbt/algorithm.extra.rate``): the weak trial's 0.01 at iterations 1 and 2 -- the
+    result of its iteration 2 triggered the exploit, which PBT had applied to the trial by
+    the time MLflow's callback heard that result -- and 1.0 at 3; its param keeps 0.01."""
+    first, resumed, exploits = interrupted_and_resumed(
+        tmp_path, 3, CtrlCAfterIteration(2, 2), rate_sweep(sqlite_uri)
+    )
 
     assert [result.metrics["training_iteration"] for result in first] == [2, 2]
     assert [result.metrics["score"] for result in first] == pytest.approx([2.0, 0.02], abs=1e-9)
@@ -214,6 +235,24 @@ def test_a_resumed_pbt_experiment_goes_on_from_the_exploited_copy_with_its_value
     assert json.loads((copy / "total.json").read_text()) == pytest.approx(2.0, abs=1e-9)
     # Tune's advice to keep more checkpoints for PBT's sake no longer applies: not given.
     assert not [w for w in recwarn if "num_to_keep" in str(w.message)]
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(sqlite_uri)
+    runs = client.search_runs([client.get_experiment_by_name("tiny").experiment_id])
+    schedules = {
+        run.data.tags["trial_id"].split("_")[-1]: (
+            run.data.params["algorithm.extra.rate"],
+            [
+                (metric.step, metric.value)
+                for metric in client.get_metric_history(run.info.run_id, "pbt/algorithm.extra.rate")
+            ],
+        )
+        for run in runs
+    }
+    assert schedules == {
+        "00000": ("1.0", [(1, 1.0), (2, 1.0), (3, 1.0)]),
+        "00001": ("0.01", [(1, 0.01), (2, 0.01), (3, 1.0)]),
+    }
 
 
 @pytest.mark.integration

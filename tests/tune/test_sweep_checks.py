@@ -1,7 +1,8 @@
 """What a sweep's trials can draw is what they train with, and what check_sweep accepted:
 a swept credit rule reaches the sampler, PBT keeps its perturbations inside each range,
 float draws meet integer settings before Ray, keys are checked together, a per-agent
-sweep keeps its agents, and the summary outlives an MLflow that cannot be told."""
+sweep keeps its agents, every trial trains on the one seed the sweep says it does, and
+the summary outlives an MLflow that cannot be told."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tests.tune.test_rllib_config import SMALL_POD
 from tune.credit import credit_rewards_on_episode_end
 from tune.experiment import ConfigError, config_from_dict, load_config
 from tune.search import (
+    _parent_run,
     check_sweep,
     close_parent_run,
     finish_sweep,
@@ -24,6 +26,7 @@ from tune.search import (
     param_space,
     probe_rows,
     probe_values,
+    seed_warning,
     tune_config,
     within,
 )
@@ -452,3 +455,32 @@ def test_a_metric_mlflow_refuses_does_not_keep_the_parent_run_running(sqlite_uri
         f"MLflow parent run {parent} at {sqlite_uri}: best_a,b=1.5 not logged (MlflowException: "
     )
     assert run_of(sqlite_uri, parent).info.status == "FINISHED"
+
+
+# --- the training seed ---------------------------------------------------------------------
+
+
+def test_every_trial_trains_on_the_first_seed_and_the_sweep_says_so(
+    sqlite_uri: str, tmp_path: Path
+) -> None:
+    """Of seeds [3, 4] a sweep trains every trial on 3 (tune.search.sweep_seed says why):
+    a warning says so, and the parent run records it as sweep.seed -- its ``seeds`` param,
+    the config's, lists both, which alone read as if the trials trained on both."""
+    from ray.tune.search.variant_generator import generate_variants
+
+    experiment = with_sweep(
+        overrides=("seeds=[3, 4]", "tracking.experiment=sweep-seed"),
+        space={"algorithm.lr": {"loguniform": [1e-4, 1e-3]}},
+    )
+    space = param_space(experiment).to_dict()
+    drawn = [config["seed"] for _ in range(3) for _, config in generate_variants(space)]
+    assert drawn == [3, 3, 3]
+    assert seed_warning(experiment) == (
+        "every trial trains on seed 3, the first of seeds [3, 4] (trials are compared on one "
+        "seed); train the chosen values on every seed with platform/train.py"
+    )
+    parent = _parent_run(experiment, str(tmp_path), sqlite_uri, "tiny-sweep", resume=False)
+    params = run_of(sqlite_uri, parent).data.params
+    assert (params["seeds"], params["sweep.seed"]) == ("[3, 4]", "3")
+    one_seed = with_sweep(space={"algorithm.lr": {"loguniform": [1e-4, 1e-3]}})
+    assert seed_warning(one_seed) is None
