@@ -62,7 +62,20 @@ def policy_option(default: str, choices: tuple[str, ...], what: str = "baseline"
 
 def seed_option(of: str) -> CommandOption:
     """``--seed`` (default 0): the seed of ``of`` (e.g. "the first job set")."""
-    return CommandOption("--seed", f"seed of {of} (default 0)", 0, type=int)
+    return CommandOption("--seed", f"seed of {of}, an integer >= 0 (default 0)", 0, type=parse_seed)
+
+
+def parse_seed(text: str) -> int:
+    """A seed, an integer >= 0, as an option's ``type``: argparse names the option in its
+    message (the formulations' own check, run later, could not say which option it was)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        # numpy's generators take no negative seed.
+        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {text!r}")
+    return value
 
 
 def jobs_file_option(text: str = "an explicit job list (JSON) instead") -> CommandOption:

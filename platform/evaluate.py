@@ -27,7 +27,8 @@ folder, local or by URI: an MLflow artifact (``runs:/<run id>/policy``, download
 config's tracking server) or any URI Tune's storage takes (:mod:`tune.policy_source`).
 Without ``--checkpoint`` only heuristics are evaluated. Bad
 arguments and bad configs (nested keys included, :mod:`tune.preflight`) print one line on
-stderr and exit with status 2 before Ray starts.
+stderr and exit with status 2 before Ray starts. A reader that closes the output early
+(``| head``) ends the program quietly with status 141, after the ``--mlflow`` logging.
 """
 
 from __future__ import annotations
@@ -40,10 +41,24 @@ from pathlib import Path
 from typing import Any
 
 from envs.sim.report import json_safe
-from tune.cli import OneLineParser
+from tune.cli import STDOUT_CLOSED_STATUS, OneLineParser, silence_stdout
 from tune.experiment import ConfigError, ExperimentConfig, load_config
 from tune.mlflow_retry import Deadline
 from tune.worker_env import bound_spin_waits
+
+
+def seed_list(text: str) -> list[int]:
+    """An argparse type: seeds, integers >= 0 separated by commas. Checked here, so that
+    a bad one is named as ``--seeds`` (the config's own check names evaluation.seeds)."""
+    try:
+        seeds = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0:
+        raise argparse.ArgumentTypeError(
+            f"takes seeds, integers >= 0 separated by commas (e.g. 2000,2001), got {text!r}"
+        )
+    return seeds
 
 
 def build_parser() -> OneLineParser:
@@ -62,7 +77,11 @@ def build_parser() -> OneLineParser:
         "--baselines",
         help="heuristics, comma separated, or 'all' (default: the config's evaluation list)",
     )
-    parser.add_argument("--seeds", help="episode seeds, comma separated (default: the config's)")
+    parser.add_argument(
+        "--seeds",
+        type=seed_list,
+        help="episode seeds, integers >= 0, comma separated (default: the config's)",
+    )
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key"
     )
@@ -88,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.seeds is not None:
         # Validation seeds choose among training checkpoints; an evaluation of one policy
         # never reads them, so they need not stay apart from the seeds asked for here.
-        overrides += [f"evaluation.seeds=[{args.seeds}]", "evaluation.validation_seeds=[]"]
+        seeds = ", ".join(map(str, args.seeds))
+        overrides += [f"evaluation.seeds=[{seeds}]", "evaluation.validation_seeds=[]"]
     with tempfile.TemporaryDirectory(prefix="podsched-policy-") as workdir:
         return evaluate(args, overrides, Path(workdir))
 
@@ -135,14 +155,21 @@ def evaluate(args: argparse.Namespace, overrides: list[str], workdir: Path) -> i
         "summary": info,
     }
     # The results first: logging may wait out an unreachable server for minutes and fail.
-    if args.json:
-        print(json.dumps(json_safe(payload)), flush=True)
-    else:
-        print(f"{len(experiment.evaluation.seeds)} episode(s) per policy")
-        print(format_evaluation(table, info), flush=True)
+    # A reader that stopped reading (``| head``) still gets the runs logged.
+    reader_left = False
+    try:
+        if args.json:
+            print(json.dumps(json_safe(payload)), flush=True)
+        else:
+            print(f"{len(experiment.evaluation.seeds)} episode(s) per policy")
+            print(format_evaluation(table, info), flush=True)
+    except BrokenPipeError:
+        silence_stdout()
+        reader_left = True
+    status = 0
     if args.mlflow:  # tracking_uri was resolved (and checked) above
-        return log_or_keep(experiment, tracking_uri, table, info, args.checkpoint or "", payload)
-    return 0
+        status = log_or_keep(experiment, tracking_uri, table, info, args.checkpoint or "", payload)
+    return status or (STDOUT_CLOSED_STATUS if reader_left else 0)
 
 
 def log_or_keep(

@@ -45,7 +45,7 @@ from typing import Any
 
 from envs.command import BaselineCommand
 from envs.sim.report import json_safe
-from tune.cli import OneLineParser, UsageError
+from tune.cli import OneLineParser, run_subcommand
 
 #: Parsed options that are the program's, not the formulation's.
 PROGRAM_OPTIONS = ("command", "handler", "json")
@@ -97,14 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_cli(build: Callable[[], argparse.ArgumentParser], argv: list[str] | None) -> int:
     """Parse ``argv`` with the parser ``build`` makes and run the chosen subcommand's
-    ``handler``; a bad command line or value is one line on stderr and exit status 2."""
-    parser = build()
-    try:
-        args = parser.parse_args(argv)
-        return args.handler(args)
-    except (UsageError, ValueError, OSError) as error:
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        return 2
+    ``handler``; a bad command line or value is one line on stderr and exit status 2, a
+    closed stdout a quiet exit (:func:`tune.cli.run_subcommand`)."""
+    return run_subcommand(build(), argv)
 
 
 def main(argv: list[str] | None = None) -> int:

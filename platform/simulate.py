@@ -44,7 +44,10 @@ formulations' baselines, exactly as ``platform/paper_baselines.py`` does (see it
 
     python platform/simulate.py rltaps --policy random,sjf,tetris --seed 0 --num-sequences 5
 
-Bad arguments print one line on stderr and exit with status 2.
+Bad arguments print one line on stderr and exit with status 2, as does a cluster or a
+generated workload too large to fit in memory (checked before building it). A reader that
+closes the output early (``| head``) ends the program quietly with status 141 (128 +
+SIGPIPE, as for any Unix tool), after the files asked for are written.
 """
 
 from __future__ import annotations
@@ -60,8 +63,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from paper_baselines import UsageError, add_formulation_commands, run_cli, subcommand_parser
+from paper_baselines import add_formulation_commands, subcommand_parser
 
+from envs.command import parse_seed
 from envs.schedulers import PreemptionSettings, make_scheduler, scheduler_names
 from envs.schedulers.preemption import (
     DEFAULT_LAS_PROMOTE_KNOB,
@@ -84,8 +88,16 @@ from envs.sim.metrics import write_per_job_csv
 from envs.sim.report import format_comparison, json_safe
 from envs.sim.runner import drop_jobs_that_never_fit, simulate
 from envs.topology import TOPOLOGIES, build_cluster, describe_cluster, known_server_names
-from envs.workload import TRACE_FORMATS, Workload, make_workload, read_trace, workload_kinds
+from envs.workload import (
+    MAX_JOBS,
+    TRACE_FORMATS,
+    Workload,
+    make_workload,
+    read_trace,
+    workload_kinds,
+)
 from envs.workload.trace_pipeline import TraceOptions
+from tune.cli import STDOUT_CLOSED_STATUS, UsageError, run_subcommand, silence_stdout
 
 # Which command-line options each topology takes, and the builder parameter they set.
 TOPOLOGY_OPTIONS: dict[str, dict[str, str]] = {
@@ -256,17 +268,6 @@ def _knob_text(knob: float | None) -> str:
     return "off" if knob is None else f"{knob:g}"
 
 
-def _seed(text: str) -> int:
-    """An argparse type: a seed, an integer >= 0 (numpy's generators take no other)."""
-    try:
-        seed = int(text)
-    except ValueError:
-        seed = -1
-    if seed < 0:
-        raise argparse.ArgumentTypeError(f"a seed is an integer >= 0, got {text!r}")
-    return seed
-
-
 def _option_value(text: str) -> tuple[str, Any]:
     key, separator, raw = text.partition("=")
     if not separator or not key:
@@ -300,6 +301,21 @@ def options_given(args: argparse.Namespace, defaults: dict[str, Any]) -> list[st
         for name, default in defaults.items()
         if getattr(args, name, default) != default
     ]
+
+
+def check_jobs_option(args: argparse.Namespace) -> None:
+    """Refuse a ``--jobs`` below 1, or above :data:`envs.workload.MAX_JOBS` for a generated
+    workload (more would not fit in memory; checked before the cluster is built). A
+    trace's ``--jobs`` only caps the jobs read, so any cap is fine there."""
+    if args.jobs is None:
+        return
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.trace is None and args.jobs > MAX_JOBS:
+        raise UsageError(
+            f"--jobs must be at most {MAX_JOBS:,} for a generated workload (more would not "
+            f"fit in memory), got {args.jobs:,}"
+        )
 
 
 def check_workload_options(args: argparse.Namespace) -> None:
@@ -361,7 +377,7 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--seed",
-        type=_seed,
+        type=parse_seed,
         default=0,
         help="seed of every random draw, an integer >= 0 (default 0)",
     )
@@ -420,8 +436,7 @@ def workload_from_args(args: argparse.Namespace, cluster: Any) -> tuple[Workload
     """The jobs the options describe, and notes for the user (skipped rows, dropped jobs)."""
     notes: list[str] = []
     rng = np.random.default_rng(args.seed)
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError(f"--jobs must be >= 1, got {args.jobs}")
+    check_jobs_option(args)
     check_workload_options(args)
     if args.trace is not None:
         options = TraceOptions(
@@ -529,6 +544,7 @@ def command_run(args: argparse.Namespace) -> int:
         )
     if not args.min_run >= 0:
         raise UsageError(f"--min-run must be >= 0 seconds, got {args.min_run}")
+    check_jobs_option(args)
     check_perf_options(args)
     named: dict[Path, str] = {}  # each output file, by the option that names it first
     for option, path in (("--plot", args.plot), ("--csv", args.csv), ("--jobs-csv", args.jobs_csv)):
@@ -583,11 +599,28 @@ def command_run(args: argparse.Namespace) -> int:
             progress.close()
         results.append(result)
     metrics = {result.policy: result.metrics() for result in results}
-    # Results first, files after: a file that cannot be written loses no finished run.
+    # Results first, files after: a file that cannot be written loses no finished run,
+    # and a reader that stopped reading (``| head``) loses no file asked for.
+    try:
+        _print_results(args, metrics, len(workload), cluster, notes)
+    except BrokenPipeError:
+        silence_stdout()
+        return _write_outputs(args, results, metrics) or STDOUT_CLOSED_STATUS
+    return _write_outputs(args, results, metrics)
+
+
+def _print_results(
+    args: argparse.Namespace,
+    metrics: dict[str, dict[str, Any]],
+    jobs: int,
+    cluster: Any,
+    notes: list[str],
+) -> None:
+    """The run's metrics on stdout: one JSON object with ``--json``, else a table."""
     if args.json:
         payload = {
             "policies": metrics,
-            "jobs": len(workload),
+            "jobs": jobs,
             "perf": args.perf,
             "max_contention": args.max_contention,
             "interference_coefficients": args.interference_coefficients,
@@ -596,20 +629,21 @@ def command_run(args: argparse.Namespace) -> int:
             "notes": notes,
         }
         print(json.dumps(json_safe(payload)), flush=True)
-    else:
-        for note in notes:
-            print(note)
-        backfill = "on" if args.backfill else "off (strict order)"
-        cap = "" if args.perf == "ideal" else f"; contention capped at {args.max_contention:g}"
-        print(f"{len(workload)} jobs on {cluster!r}; perf {args.perf}, backfill {backfill}{cap}")
-        print(format_comparison(metrics), flush=True)
-    return _write_outputs(args, results, metrics)
+        return
+    for note in notes:
+        print(note)
+    backfill = "on" if args.backfill else "off (strict order)"
+    cap = "" if args.perf == "ideal" else f"; contention capped at {args.max_contention:g}"
+    print(f"{jobs} jobs on {cluster!r}; perf {args.perf}, backfill {backfill}{cap}")
+    print(format_comparison(metrics), flush=True)
 
 
 def _write_outputs(
     args: argparse.Namespace, results: list[SimulationResult], metrics: dict[str, dict[str, Any]]
 ) -> int:
-    """Write the files asked for; 1 (after trying every one) if one could not be written."""
+    """Write the files asked for; 1 (after trying every one) if one could not be written,
+    else :data:`tune.cli.STDOUT_CLOSED_STATUS` if stdout's reader left before the list of
+    files written could be printed."""
 
     def plot(path: Path) -> None:
         from result_plots import plot_results  # matplotlib only when asked for
@@ -622,6 +656,7 @@ def _write_outputs(
         (args.jobs_csv, "per-job table", lambda path: write_per_job_csv(results, path)),
     )
     status = 0
+    written: list[str] = []
     for target, what, write in writers:
         if target is None:
             continue
@@ -631,8 +666,14 @@ def _write_outputs(
             print(f"simulate.py: error: {what} not written: {error}", file=sys.stderr)
             status = 1
             continue
-        if not args.json:
-            print(f"{what} written to {target}")
+        written.append(f"{what} written to {target}")
+    # Said after every file is written: a reader gone by now leaves none of them unwritten.
+    if written and not args.json:
+        try:
+            print("\n".join(written), flush=True)
+        except BrokenPipeError:
+            silence_stdout()
+            return status or STDOUT_CLOSED_STATUS
     return status
 
 
@@ -732,7 +773,10 @@ def add_describe_command(commands: Any) -> None:
     )
     add_topology_arguments(describe)
     describe.add_argument(
-        "--seed", type=_seed, default=0, help="seed for placing mixed servers, >= 0 (default 0)"
+        "--seed",
+        type=parse_seed,
+        default=0,
+        help="seed for placing mixed servers, >= 0 (default 0)",
     )
     describe.add_argument("--json", action="store_true", help="print one JSON object")
     describe.add_argument(
@@ -836,7 +880,7 @@ def add_run_command(commands: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    return run_cli(build_parser, argv)
+    return run_subcommand(build_parser(), argv)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,22 @@
 """What the programs share on their command lines: a bad one is one line,
 ``<prog>: error: <message>``, and exit status 2 (``train.py``, ``evaluate.py``,
-``sweep.py``, ``simulate.py``, ``reproduce.py``, ``paper_baselines.py``)."""
+``sweep.py``, ``simulate.py``, ``reproduce.py``, ``paper_baselines.py``); a reader that
+closes their output early (``simulate.py ... --json | head -c 10``) ends them quietly
+with :data:`STDOUT_CLOSED_STATUS` (:func:`run_subcommand`, :func:`silence_stdout`)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from typing import NoReturn
+
+#: The exit status of a program whose reader closed its stdout (``... | head``): 128 +
+#: SIGPIPE (13), the status a shell reports for any Unix tool that SIGPIPE ended (``cat
+#: big.txt | head``). Not 2: nothing was wrong with the command line; not 0: the output
+#: was cut short, which ``set -o pipefail`` scripts may want to see. A plain pipeline's
+#: status is its last command's (``head``'s), so ``| head`` stays a success there.
+STDOUT_CLOSED_STATUS = 128 + 13
 
 
 class UsageError(Exception):
@@ -31,3 +42,40 @@ class OneLineParser(argparse.ArgumentParser):
         """Print ``<prog>: error: <problem>`` as one line on stderr and exit with status 2:
         for what a program checks itself after parsing, before any work."""
         self.exit(2, f"{self.prog}: error: {problem}\n")
+
+
+def silence_stdout() -> None:
+    """Send stdout to the null device, after a write to it raised BrokenPipeError.
+
+    The reader is gone, so what is still buffered and whatever is printed later has no
+    one to go to; without this, every later print and the interpreter's own flush at exit
+    raise again (the latter prints "Exception ignored ... BrokenPipeError" and exits 120).
+    A stream without a file descriptor (a test's captured stdout) is replaced instead.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 -- stdout, open until exit
+    finally:
+        os.close(devnull)
+
+
+def run_subcommand(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
+    """Parse ``argv`` and run the chosen subcommand's ``handler`` (set with
+    ``set_defaults(handler=...)``); returns the exit status.
+
+    A bad command line or value (:class:`UsageError`, ValueError, OSError) is one line on
+    stderr and status 2; a reader that closed stdout ends the program quietly with
+    :data:`STDOUT_CLOSED_STATUS` (checked first: BrokenPipeError is an OSError, and a
+    closed pipe is no mistake of the command line).
+    """
+    try:
+        args = parser.parse_args(argv)
+        return args.handler(args)
+    except BrokenPipeError:
+        silence_stdout()
+        return STDOUT_CLOSED_STATUS
+    except (UsageError, ValueError, OSError) as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2

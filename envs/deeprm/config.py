@@ -16,6 +16,11 @@ from envs.validation import MappingConfig, int_at_least, one_of, probability
 END_MODES: tuple[str, ...] = ("all_done", "no_new_job")
 OBSERVATIONS: tuple[str, ...] = ("image", "compact")
 
+#: The most cells the image observation may have: 2^24 float32 cells are 64 MB per
+#: observation. The reference's image has 20 x 124 = 2,480; ``--num-nw 100000000`` asked
+#: for 20 x 2e9 and ended in a MemoryError, so a size that cannot fit is refused up front.
+MAX_IMAGE_CELLS = 2**24
+
 
 @dataclass(frozen=True)
 class DeepRMConfig(MappingConfig):
@@ -69,6 +74,14 @@ class DeepRMConfig(MappingConfig):
         one_of("observation", self.observation, OBSERVATIONS)
         if self.max_episode_steps is not None:
             int_at_least("max_episode_steps", self.max_episode_steps, 1)
+        rows, columns = self.image_shape
+        if rows * columns > MAX_IMAGE_CELLS:
+            raise ValueError(
+                f"DeepRM's image would have {rows:,} x {columns:,} cells (time_horizon x "
+                "num_res * (res_slot + num_nw * max_job_size) + backlog columns + 1), more "
+                f"than fit in memory (at most {MAX_IMAGE_CELLS:,}); lower num_nw, res_slot, "
+                "max_job_size or time_horizon"
+            )
 
     @property
     def backlog_width(self) -> int:

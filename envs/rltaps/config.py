@@ -16,6 +16,7 @@ import numpy as np
 from envs.rltaps.cnns import CNN_EXAMPLE_FLOPS, CNN_NAMES
 from envs.topology import SERVER_PRESETS
 from envs.validation import MappingConfig, int_at_least, positive_number, probability
+from envs.workload import MAX_JOBS
 
 #: 003 §4.6.1: every machine is an IBM Power8 Minsky box (S822LC): 4 GPUs, 2 CPUs, 2 IB cards.
 SERVER: str = "minsky"
@@ -148,6 +149,13 @@ class RLTapsConfig(MappingConfig):
             ("max_steps", 1),
         ):
             int_at_least(name, getattr(self, name), minimum)
+        if self.num_jobs > MAX_JOBS:
+            # A sequence is drawn whole, before the first step: too long a one ended in a
+            # MemoryError (envs.workload.MAX_JOBS says why this bound).
+            raise ValueError(
+                f"num_jobs must be at most {MAX_JOBS:,} (more would not fit in memory), "
+                f"got {self.num_jobs:,}"
+            )
         for name in ("short_len", "long_len", "small_gpus", "large_gpus"):
             object.__setattr__(self, name, _int_range(name, getattr(self, name)))
         longest = max(self.short_len[1], self.long_len[1])

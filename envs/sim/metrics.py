@@ -57,7 +57,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from envs.sim.engine import Simulator
+from envs.sim.engine import _RELATIVE_TIME_TOLERANCE, Simulator
 from envs.sim.report import json_safe
 
 JOB_FIELDS = (
@@ -174,6 +174,12 @@ class SimulationResult:
         # Wait and slowdown only grow while a job is unfinished: its values so far bound
         # them from below, as its time so far bounds its JCT.
         censored_wait = censored_jct - jobs["run_time"][arrived]
+        # A wait cannot be negative, but a job that never waited can come out a few ulps
+        # below zero (-1.8e-12 s): its run time is summed event by event, its JCT is one
+        # subtraction. Their mean then printed as "wait h -0.00". Only rounding is cleared,
+        # within the engine's time tolerance; a larger negative (a bug) stays visible.
+        tolerance = _RELATIVE_TIME_TOLERANCE * max(1.0, self.end_time)
+        censored_wait[(censored_wait < 0) & (censored_wait >= -tolerance)] = 0.0
         censored_slowdown = censored_jct / jobs["ideal_duration"][arrived]
         jct = so_far[finished]
         run_time = jobs["run_time"][finished]

@@ -26,6 +26,8 @@ TABLE_COLUMNS = (
 def _cell(value: Any, style: str) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
+    if isinstance(value, float):
+        value += 0.0  # -0.0 (and only it) becomes 0.0: it would print as "-0.00"
     if style == "hours":
         return f"{value / 3600:.2f}"
     if style == "{:d}":

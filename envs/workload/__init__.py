@@ -36,6 +36,7 @@ from envs.workload.feasibility import (
 )
 from envs.workload.generators import (
     DEEPSHARE_MIXES,
+    MAX_JOBS,
     SCED2_MODEL_SHARES,
     bursty_workload,
     cush_workload,
@@ -68,6 +69,7 @@ __all__ = [
     "COLUMN_KEYS",
     "DEEPSHARE_MIXES",
     "DEFAULT_CATALOG",
+    "MAX_JOBS",
     "SCED2_MODEL_SHARES",
     "TIME_UNITS",
     "TRACE_FORMATS",

@@ -78,9 +78,25 @@ SCED2_MODEL_SHARES: dict[str, float] = {
 # --- option checks -------------------------------------------------------------------------
 
 
+#: The most jobs a generator draws. A job costs about 220 bytes in a :class:`Workload`
+#: and 300 more in a simulator's per-job arrays (measured at a million jobs), so ten
+#: million take some 5 GB: they fit a 24 GB machine with room for the results, while a
+#: hundred million (``--jobs 100000000``) would not and ended in a MemoryError. Ten
+#: million is over 120 times the full Philly trace (82,247 jobs) and 10,000 times a
+#: paper's job set (000: 256, 002: 1,000), so no experiment here comes near it.
+MAX_JOBS = 10_000_000
+
+
 def _check_jobs(num_jobs: int) -> int:
+    """``num_jobs`` as an int; ValueError unless 1 <= it <= :data:`MAX_JOBS`, checked
+    before a generator allocates anything."""
     if isinstance(num_jobs, bool) or not isinstance(num_jobs, int | np.integer) or num_jobs < 1:
         raise ValueError(f"num_jobs must be an integer >= 1, got {num_jobs!r}")
+    if num_jobs > MAX_JOBS:
+        raise ValueError(
+            f"num_jobs must be at most {MAX_JOBS:,} (more would not fit in memory), "
+            f"got {int(num_jobs):,}"
+        )
     return int(num_jobs)
 
 
@@ -780,6 +796,7 @@ def make_workload(
     does not take (listing the ones it does).
     """
     generator, preset = _lookup(kind)
+    _check_jobs(num_jobs)  # the generators check it too; here before any option's work
     allowed = workload_options(kind)
     unknown = sorted(set(options) - set(allowed))
     if unknown:

@@ -4,6 +4,7 @@ and the same subcommands through ``platform/simulate.py``."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +76,35 @@ def test_a_deeprm_replay_of_no_job_is_refused(tmp_path: Path) -> None:
         result = run("paper_baselines.py", "deeprm", "--jobs-file", str(empty), *extra)
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
         assert "a DeepRM replay needs at least one job" in result.stderr
+
+
+def test_a_negative_seed_names_the_option() -> None:
+    """``cush --seed -1`` said "seed must be an integer >= 0, got -1": not which option."""
+    for program in ("paper_baselines.py", "simulate.py"):
+        for name in ("cush", "sced2", "contention", "rltaps"):
+            result = run(program, name, "--seed", "-1")
+            assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+            assert result.stderr == (
+                f"{program}: error: argument --seed: a seed is an integer >= 0, got '-1'\n"
+            )
+
+
+def test_a_reader_that_stops_reading_ends_it_quietly() -> None:
+    """``rltaps ... | head -c 10``: "paper_baselines.py: error: [Errno 32] Broken pipe" and
+    exit 2 before; now 141 (128 + SIGPIPE, as a Unix tool ends) and nothing on stderr."""
+    program = ROOT / "platform" / "paper_baselines.py"
+    args = ["rltaps", "--policy", "sjf", "--num-jobs", "20", "--num-sequences", "1"]
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is written
+    try:
+        result = subprocess.run(
+            [sys.executable, str(program), *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+        )
+    finally:
+        os.close(write)
+    assert (result.returncode, result.stderr) == (141, "")

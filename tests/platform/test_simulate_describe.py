@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +19,42 @@ def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=ROOT, timeout=120
     )
+
+
+def _cap_memory() -> None:
+    # 4 GB of address space: a size check that regressed ends in a MemoryError in the
+    # child instead of taking the machine's memory.
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+def run_capped(*args: str) -> subprocess.CompletedProcess:
+    """``run`` with the program's memory capped (:func:`_cap_memory`)."""
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        preexec_fn=_cap_memory,
+    )
+
+
+def run_into_closed_pipe(*args: str) -> subprocess.CompletedProcess:
+    """Run with stdout a pipe whose reader is already gone: ``| head -c 10`` once head
+    has exited, without the race of a real ``head``."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [sys.executable, str(SCRIPT), *args],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
 
 
 @pytest.mark.parametrize(
@@ -120,3 +158,39 @@ def test_help_explains_every_option() -> None:
         "--draw",
     ):
         assert option in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--topology", "fat-tree", "--k", "100000"],
+            "fat-tree k=100000 would have 250,000,000,000,000 servers; at most 1,048,576 fit "
+            "in memory",
+        ),
+        (["--topology", "vl2", "--k", "100000"], "would have 50,000,000,000 servers; at most"),
+        (["--topology", "bcube", "--n", "1000", "--k", "5"], "BCube n=1000 k=5 would have 1,"),
+        (["--topology", "racks", "--racks", "100000000,2"], "would have 100,000,002 servers"),
+        (
+            ["--topology", "flat", "--servers", "16", "--gpus", "1000000000"],
+            "flat servers=16 would have 16,000,000,000 GPUs; at most 8,388,608 fit in memory",
+        ),
+    ],
+)
+def test_a_cluster_too_large_for_memory_is_one_line(args: list[str], message: str) -> None:
+    """These ended in a MemoryError traceback (or the machine's memory) while building."""
+    result = run_capped("describe", *args)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("simulate.py: error: ") and message in result.stderr
+
+
+@pytest.mark.parametrize("output", [[], ["--json"]])
+def test_a_reader_that_stops_reading_ends_it_quietly(output: list[str]) -> None:
+    """``describe ... | head -c 10``: it printed "simulate.py: error: [Errno 32] Broken
+    pipe" and exited 2, as for a bad command line; now 141 (128 + SIGPIPE, as a Unix
+    tool ends) and nothing on stderr."""
+    result = run_into_closed_pipe(
+        "describe", "--topology", "bcube", "--n", "6", "--k", "3", *output
+    )
+    assert (result.returncode, result.stderr) == (141, "")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -461,3 +463,74 @@ def test_a_duration_unit_for_a_trace_format_that_fixes_its_own_is_one_line() -> 
         "simulate.py: error: --duration-unit applies to --format csv; --format philly traces "
         "give their durations in their own unit\n"
     )
+
+
+def _cap_memory() -> None:
+    # 4 GB of address space: a size check that regressed ends in a MemoryError in the
+    # child instead of taking the machine's memory.
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+def test_more_jobs_than_fit_in_memory_are_one_line_before_the_cluster_is_built() -> None:
+    """``--jobs 100000000`` ended in a MemoryError traceback drawing the jobs."""
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "run", "--policy", "fifo+packing", "--jobs", "100000000"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        preexec_fn=_cap_memory,
+    )
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr == (
+        "simulate.py: error: --jobs must be at most 10,000,000 for a generated workload "
+        "(more would not fit in memory), got 100,000,000\n"
+    )
+
+
+def test_a_trace_may_be_capped_at_any_number_of_jobs() -> None:
+    """A trace's --jobs only caps the jobs read: a cap beyond the bound allocates nothing."""
+    result = run(
+        *("--topology", "flat", "--servers", "16", "--gpus", "8", "--jobs", "100000000"),
+        *("--trace", str(TRACES / "philly_sample_200.csv"), "--policy", "fifo+packing"),
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["jobs"] == 200
+
+
+def test_a_reader_that_stops_reading_loses_no_file_and_ends_quietly(tmp_path: Path) -> None:
+    """``run ... --json --csv FILE | head -c 10``: it printed "simulate.py: error: [Errno
+    32] Broken pipe", exited 2 and never wrote FILE; now the file is written and the exit
+    is 141 (128 + SIGPIPE, as a Unix tool ends), with nothing on stderr."""
+    table = tmp_path / "metrics.csv"
+    for output in (["--json"], []):
+        command = [sys.executable, str(SCRIPT), "run", *COMPARE[:8], "--policy", "fifo+packing"]
+        read, write = os.pipe()
+        os.close(read)  # the reader is gone before the first line is written
+        try:
+            result = subprocess.run(
+                [*command, *output, "--csv", str(table)],
+                stdout=write,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=ROOT,
+                timeout=300,
+            )
+        finally:
+            os.close(write)
+        assert (result.returncode, result.stderr) == (141, "")
+        assert table.read_text().startswith("policy,")
+        table.unlink()
+
+
+def test_a_wait_that_rounding_puts_below_zero_prints_as_0_00() -> None:
+    """Jobs that never waited made "wait h -0.00" here (avg_wait -5e-15 s)."""
+    result = run(
+        *("--topology", "flat", "--servers", "256", "--gpus", "8", "--workload", "poisson"),
+        *("--jobs", "300", "--seed", "0", "--policy", "fifo+packing", "--perf", "ideal"),
+    )
+    assert result.returncode == 0, result.stderr
+    header, _, row = result.stdout.splitlines()[1:4]
+    wait = header.index("wait h") + len("wait h")
+    assert row[:wait].split()[-1] == "0.00"

@@ -170,3 +170,11 @@ def test_bad_arguments_say_what_is_wrong() -> None:
         DeepRMEnv(max_job_len=4).reset(seed=0)
     with pytest.raises(ValueError, match="policy must be one of sjf, packer, random"):
         env.baseline_action("fifo")
+
+
+def test_an_image_too_large_for_memory_is_refused_by_the_config() -> None:
+    """``simulate.py deeprm --num-nw 100000000`` ended in a MemoryError building a
+    20 x 2e9 image; the config now refuses it, naming the knobs."""
+    with pytest.raises(ValueError, match=r"image would have 20 x 2,000,000,024 cells .*num_nw"):
+        DeepRMConfig(num_nw=100_000_000)
+    DeepRMConfig(num_nw=10_000)  # 2,000 times the reference's 5 slots: fine

@@ -175,3 +175,9 @@ def test_the_static_core_refuses_start_before_reset_and_after_the_end() -> None:
     # Job 0 is still in slot 0 and GPU 0 still free: the refused start changed nothing.
     assert core.slot_job.tolist() == [0, 1] + [-1] * 8
     assert (core.gpu_job == -1).all() and core.job_slot.tolist() == [0, 1]
+
+
+def test_a_job_sequence_too_long_for_memory_is_refused_by_the_config() -> None:
+    """``simulate.py rltaps --num-jobs 100000000`` ended in a MemoryError drawing it."""
+    with pytest.raises(ValueError, match=r"num_jobs must be at most 10,000,000 .*100,000,000"):
+        RLTapsConfig(num_jobs=100_000_000)

@@ -203,3 +203,25 @@ def test_job_times_concatenate_in_order() -> None:
         "unfinished": [False, True, False],
     }
     assert concatenate_job_times([]) == {"seconds": [], "unfinished": []}
+
+
+def test_a_wait_below_zero_by_rounding_is_zero_and_prints_as_0_00() -> None:
+    """A job that never waited came out a few ulps below zero (its run time summed event
+    by event, its JCT one subtraction): avg_wait -1.2e-14 printed as "wait h -0.00"."""
+    from envs.sim.report import format_comparison
+
+    rounded = hand_built([1000.0 + 100.0], [1000.0 + 1.8e-12], [1.0], 1100.0, arrival=(100.0,))
+    metrics = rounded.metrics()
+    assert metrics["avg_wait"] == 0.0 and not np.signbit(metrics["avg_wait"])
+    table = format_comparison({"fifo": {"avg_wait": metrics["avg_wait"]}})
+    assert table.splitlines()[2].split() == ["fifo", "0.00"]
+    # A wait below zero by more than rounding is a bug, and stays visible.
+    broken = hand_built([1100.0], [1060.0], [1.0], 1100.0, arrival=(100.0,)).metrics()
+    assert broken["avg_wait"] == pytest.approx(-60.0)
+
+
+def test_negative_zero_prints_without_its_sign() -> None:
+    from envs.sim.report import format_comparison
+
+    row = format_comparison({"fifo": {"avg_wait": -0.0, "avg_slowdown": -0.0}}).splitlines()[2]
+    assert row.split() == ["fifo", "0.00", "0.00"]

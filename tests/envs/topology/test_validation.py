@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -250,3 +251,108 @@ def test_an_array_where_a_number_belongs_gets_one_clear_message(
     with pytest.raises(ValueError) as error:
         make_spec(name, **params)
     assert str(error.value) == message
+
+
+# --- sizes that would not fit in memory ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("fat-tree", {"k": 4}),
+        ("fat-tree", {"k": 8, "server": "dgx1"}),
+        ("vl2", {"k": 8}),
+        ("vl2", {"d_a": 8, "d_i": 6, "servers_per_tor": 3}),
+        ("bcube", {"n": 4, "k": 1}),
+        ("bcube", {"n": 3, "k": 2, "server": "minsky"}),
+        ("racks", {"racks": (2, 3, 1)}),
+        ("racks", {"racks": (2, 2), "ports_per_server": 3}),
+        ("flat", {"servers": 5, "gpus_per_server": 3}),
+        ("flat", {"servers": 7, "server": "asymmetric"}),
+    ],
+)
+def test_the_planned_size_is_the_built_one(name: str, params: dict) -> None:
+    from envs.topology.registry import planned_size
+
+    cluster = build_cluster(name, **params)
+    built = {"servers": cluster.num_servers, "GPUs": cluster.num_gpus, "links": cluster.num_links}
+    assert planned_size(make_spec(name, **params)) == built
+
+
+def test_a_mix_is_sized_as_its_largest_servers() -> None:
+    from envs.topology.registry import planned_size
+
+    cluster = build_cluster("fat-tree", k=6, server="mixed")
+    size = planned_size(make_spec("fat-tree", k=6, server="mixed"))
+    assert size["servers"] == cluster.num_servers == 54
+    assert size["GPUs"] == 54 * 8 >= cluster.num_gpus  # every server counted as a DGX-1
+    assert size["links"] >= cluster.num_links
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("fat-tree", {"k": 20}),  # 001's scale
+        ("fat-tree", {"k": 48, "server": "dgx1"}),  # 27,648 servers, 221,184 GPUs
+        ("fat-tree", {"k": 160}),  # 1,024,000 servers: the largest fat-tree allowed
+        ("vl2", {"k": 20, "server": "mixed"}),
+        ("bcube", {"n": 6, "k": 3}),
+        ("bcube", {"n": 32, "k": 3}),  # 1,048,576 servers
+        ("flat", {"servers": 2**20, "gpus_per_server": 8}),
+    ],
+)
+def test_paper_scales_and_far_beyond_fit(name: str, params: dict) -> None:
+    from envs.topology.registry import check_cluster_size
+
+    check_cluster_size(make_spec(name, **params))  # no error
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "message"),
+    [
+        (
+            "fat-tree",
+            {"k": 100_000},
+            "fat-tree k=100000 would have 250,000,000,000,000 servers; at most 1,048,576 fit "
+            "in memory",
+        ),
+        ("fat-tree", {"k": 162}, "fat-tree k=162 would have 1,062,882 servers"),
+        ("vl2", {"k": 100_000}, "VL2 d_a=100000 d_i=100000 servers_per_tor=20 would have "),
+        ("bcube", {"n": 1000, "k": 5}, "would have 1,000,000,000,000,000,000 servers"),
+        # n^(k+1) is never computed in full (2^100000001 has 30 million digits).
+        ("bcube", {"n": 2, "k": 100_000_000}, "would have more than 10^30 servers"),
+        ("racks", {"racks": (100_000_000, 2)}, "racks (2 racks) would have 100,000,002 servers"),
+        (
+            "flat",
+            {"servers": 16, "gpus_per_server": 10**9},
+            "flat servers=16 would have 16,000,000,000 GPUs; at most 8,388,608 fit in memory",
+        ),
+        ("flat", {"servers": 2**20, "gpus_per_server": 9}, "9,437,184 GPUs"),
+        # One server of 6,000 sockets: 17,997,000 inter-socket links, however few GPUs.
+        (
+            "racks",
+            {"racks": (1,), "server": "wide"},
+            "racks (1 rack) would have 17,997,004 links; at most 16,777,216 fit in memory",
+        ),
+    ],
+)
+def test_a_cluster_too_large_for_memory_is_refused_before_it_is_built(
+    name: str, params: dict, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fat-tree k=100000 or BCube n=1000 k=5 ended in a MemoryError (or ate the machine's
+    memory) while the builder filled its lists; now the count is refused up front."""
+    from envs.topology import registry
+    from envs.topology.servers import ServerArchitecture, Socket
+
+    if params.get("server") == "wide":
+        sockets = (Socket(8, (1,)), *[Socket(8, ())] * 5999)
+        params["server"] = ServerArchitecture("wide", sockets)
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("nothing may be built for a cluster this large")
+
+    # Were the check gone, the test fails here instead of exhausting the machine's memory.
+    monkeypatch.setattr(registry, "assemble_cluster", never)
+    monkeypatch.setattr(registry.TOPOLOGIES[name], "plan", never)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        build_cluster(name, **params)

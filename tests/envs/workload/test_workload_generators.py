@@ -373,3 +373,15 @@ def test_option_pairs_as_json_gives_them_still_work() -> None:
     assert listed.ideal_duration().max() <= 600 + 1e-6
     three = make_workload("deeprm", num_jobs=5, rng=rng(), resource_names=["gpu", "cpu", "mem"])
     assert three.resource_names == ("gpu", "cpu", "mem")
+
+
+@pytest.mark.parametrize("kind", ["uniform", "poisson", "deeprm", "sced2", "deepshare"])
+def test_more_jobs_than_fit_in_memory_are_refused_before_drawing(kind: str) -> None:
+    """100 million jobs ended in a MemoryError; now refused up front, naming the bound."""
+    from envs.workload import MAX_JOBS
+
+    # No generator: the check must come before the rng is even looked at (without it,
+    # the missing rng is refused instead and the test fails without allocating anything).
+    with pytest.raises(ValueError, match=r"num_jobs must be at most 10,000,000 \(more would"):
+        make_workload(kind, num_jobs=100_000_000, rng=None)  # type: ignore[arg-type]
+    assert MAX_JOBS == 10_000_000 > 82_247  # the whole Philly trace fits 120 times over
