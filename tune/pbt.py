@@ -32,6 +32,19 @@ score, the checkpoint PBT saved for it), which Tune saves in the same experiment
 the trial's status and checkpoints, and takes it up again when the restored trial is added.
 (Asynchronous PBT only, what sweeps use: Tune's synchronous mode also keeps a population-wide
 clock, which is left as Tune has it.)
+
+Every scheduler and search of a sweep judges a trial only on results whose metric is a
+number (:class:`AwaitMetric`, :class:`SweepOptuna`): RLlib reports
+``env_runners/episode_return_mean`` as the mean over the episodes that finished in the
+iteration -- absent until the first one has, NaN in an iteration that finished none -- and
+a SCED2 episode of 1000 jobs lasts about two iterations. Tune failed the whole sweep on
+the first such result (its strict metric check) and its PBT and Optuna search fail on one
+too, while ASHA let a trial whose rung fell on a NaN through unjudged and Optuna dropped a
+trial that ended on one. Here such a result is passed over: ASHA judges a trial at a rung,
+PBT ranks, exploits and perturbs, TPE learns from its next result with a value (its last
+one, at the end); :func:`tune.search.check_metric_reported` refuses a training-episode metric
+still absent once episodes have finished (a misspelt key) in one line, as Tune's check
+did, and :func:`tune.search.run_sweep` turns Tune's own check off while the sweep runs.
 """
 
 from __future__ import annotations
@@ -44,7 +57,10 @@ from typing import Any
 
 from ray.train._internal.session import _FutureTrainingResult, _TrainingResult
 from ray.tune import Checkpoint
-from ray.tune.schedulers import PopulationBasedTraining
+from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTraining
+from ray.tune.search.optuna import OptunaSearch
+
+from tune.search import check_metric_reported, metric_value
 
 logger = logging.getLogger(__name__)
 
@@ -122,9 +138,72 @@ def copy_name(donor_trial_id: str, checkpoint: Checkpoint) -> str:
     return f"{COPY_PREFIX}{donor_trial_id}_{posixpath.basename(checkpoint.path.rstrip('/'))}"
 
 
-class DurablePBT(PopulationBasedTraining):
+class AwaitMetric:
+    """Mixed into a Tune trial scheduler (before it): the scheduler decides on a result only
+    when its metric is a number (:func:`tune.search.metric_value`); before a trial's first
+    finished episode, and in an iteration that finished none, the trial goes on (CONTINUE)
+    unjudged. A metric the trial will never report raises
+    :class:`tune.search.MetricNotReportedError` (:func:`tune.search.check_metric_reported`)."""
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
+        """The scheduler's decision on a result with a value; CONTINUE on one without."""
+        check_metric_reported(result, self._metric, str(trial))
+        if metric_value(result, self._metric) is None:
+            return FIFOScheduler.CONTINUE
+        return super().on_trial_result(tune_controller, trial, result)
+
+    def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
+        """The scheduler's, on a last result with a value (ASHA would record a NaN at a rung,
+        where it counts as no result); nothing otherwise, as ASHA does without the metric."""
+        if metric_value(result, self._metric) is not None:
+            super().on_trial_complete(tune_controller, trial, result)
+
+
+class SweepFIFO(AwaitMetric, FIFOScheduler):
+    """Tune's FIFO scheduler, which judges nothing, checking the metric as every sweep
+    scheduler does (:class:`AwaitMetric`)."""
+
+
+class SweepASHA(AwaitMetric, ASHAScheduler):
+    """Tune's ASHA, judging a trial at a rung by its first result with a value at or past
+    the rung (:class:`AwaitMetric`; ASHA records it at the highest rung it has passed)."""
+
+
+class SweepOptuna(OptunaSearch):
+    """Tune's Optuna search told only values it can learn from (:func:`tune.search.metric_value`):
+    Optuna's ``on_trial_result`` raises KeyError on a result without the metric, and its
+    ``on_trial_complete`` refuses a NaN (the trial then stays unfinished in the study, and
+    TPE never learns from it). A trial ends with its last value (kept in
+    ``_last_values``, saved with the searcher's state); one that never had one ends
+    pruned, as Optuna marks a trial without a value."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._last_values: dict[str, float] = {}
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        """Optuna's, on a result with a value; nothing on one without."""
+        value = metric_value(result, self.metric)
+        if value is not None:
+            self._last_values[trial_id] = value
+            super().on_trial_result(trial_id, result)
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict | None = None, error: bool = False
+    ) -> None:
+        """Optuna's, with the trial's last value in place of a last result without one."""
+        if result is not None and metric_value(result, self.metric) is None:
+            result = {key: value for key, value in result.items() if key != self.metric}
+            if trial_id in self._last_values:
+                result[self.metric] = self._last_values[trial_id]
+        self._last_values.pop(trial_id, None)
+        super().on_trial_complete(trial_id, result, error)
+
+
+class DurablePBT(AwaitMetric, PopulationBasedTraining):
     """Tune's PBT, exploiting from a copy of the strong trial's checkpoint made in the weak
-    trial's own folder (see the module docstring); every setting is PBT's own."""
+    trial's own folder (see the module docstring), ranking and perturbing trials on results
+    whose metric is a number (:class:`AwaitMetric`); every setting is PBT's own."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -20,12 +20,16 @@ metrics ``pbt/<swept key>`` (:mod:`tune.mlflow_tracking`).
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import difflib
 import itertools
 import json
 import math
+import numbers
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +53,18 @@ FLOAT_DISTRIBUTIONS = ("uniform", "loguniform", "quniform")
 #: are built and act; 0.15 s on the demo, 0.6 s on vl2), so 64 keep the check under a
 #: minute on the largest shipped environments.
 MAX_COMBINATIONS = 64
+#: Tune's switch for its check that every result of every trial carries the sweep's metric
+#: (``TuneController._validate_result_metrics``), off while a sweep runs
+#: (:func:`sweep_checks_the_metric`): an RLlib trial reports its episode metrics only once
+#: it has finished an episode.
+STRICT_METRIC_SWITCH = "TUNE_DISABLE_STRICT_METRIC_CHECKING"
+#: The flat result key of the episodes a trial has finished (RLlib's env runners).
+EPISODES_FINISHED = "env_runners/num_episodes_lifetime"
+
+
+class MetricNotReportedError(ConfigError):
+    """A trial's results lack the sweep's metric where they would carry it if it were a
+    metric the trial reports (:func:`check_metric_reported`)."""
 
 
 def sweep_of(experiment: ExperimentConfig) -> SweepSection:
@@ -443,17 +459,18 @@ def param_space(experiment: ExperimentConfig) -> Any:
 
 def tune_config(experiment: ExperimentConfig, num_samples: int | None = None) -> Any:
     """Tune's TuneConfig of the sweep: metric and mode, the scheduler (FIFO, ASHA or PBT
-    over training iterations) and the search algorithm (random or Optuna)."""
+    over training iterations) and the search algorithm (random or Optuna), each judging a
+    trial from its first result with the metric on (:class:`tune.pbt.AwaitMetric`)."""
     from ray import tune as ray_tune
-    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 
-    from tune.pbt import DurablePBT
+    # Each waits for the metric: a trial's first results may have none (tune/pbt.py).
+    from tune.pbt import DurablePBT, SweepASHA, SweepFIFO, SweepOptuna
 
     sweep = sweep_of(experiment)
     settings = dict(sweep.scheduler_config)
-    scheduler: Any = FIFOScheduler()
+    scheduler: Any = SweepFIFO()
     if sweep.scheduler == "asha":
-        scheduler = ASHAScheduler(
+        scheduler = SweepASHA(
             time_attr="training_iteration",
             max_t=int(experiment.stop.training_iteration or 1),
             grace_period=int(settings.get("grace_period", 1)),
@@ -478,12 +495,11 @@ def tune_config(experiment: ExperimentConfig, num_samples: int | None = None) ->
     search = None
     if sweep.search == "optuna":
         from optuna.samplers import TPESampler
-        from ray.tune.search.optuna import OptunaSearch
 
         # TPE draws its first n_startup_trials at random (optuna's default 10, all of an
         # 8-trial sweep): a quarter of the trials here, the rest proposed from the finished.
         startup = max(1, (num_samples or sweep.num_samples) // 4)
-        search = OptunaSearch(
+        search = SweepOptuna(
             sampler=TPESampler(seed=sweep_seed(experiment), n_startup_trials=startup)
         )
     return ray_tune.TuneConfig(
@@ -585,6 +601,103 @@ def _best_checkpoint(experiment: ExperimentConfig, best: Any) -> tuple[str | Non
     return checkpoint_folder(chosen), rule
 
 
+def metric_value(result: dict[str, Any], key: str) -> float | None:
+    """The sweep's metric ``key`` in the flat Tune ``result`` when the sweep's scheduler and
+    search can judge the trial by it -- a finite number -- else None: they pass the result
+    over (:class:`tune.pbt.AwaitMetric`).
+
+    RLlib 2.60 reports a training episode's metrics (``env_runners/episode_return_mean``,
+    ...) as the mean over the episodes that finished during the iteration: absent until a
+    trial has finished its first episode -- a SCED2 episode of 1000 jobs takes about 1,800
+    steps, past DQN's first iteration of 1,000 -- and NaN in an iteration that finished
+    none (every other one or so of SCED2's). A learner's statistics come once learning
+    starts. Ranked on such a result, an ASHA rung, a PBT quantile or TPE would let the
+    trial through unjudged or lose it."""
+    value = result.get(key)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def check_metric_reported(result: dict[str, Any], key: str, trial: str = "a trial") -> None:
+    """:class:`MetricNotReportedError` when the flat Tune ``result`` has no ``key`` where it
+    would if the trial reported it: an ``env_runners/`` metric (a training episode's, which
+    RLlib reports from the trial's first finished episode on, NaN when an iteration
+    finishes none) still absent after episodes have finished is a misspelt key, as Tune's
+    own check said at the first result; the message names the result's keys most like
+    it. Other keys may come later (:func:`metric_value`): nothing is said of them."""
+    finished = result.get(EPISODES_FINISHED) or 0
+    if key in result or not key.startswith("env_runners/") or finished <= 0:
+        return
+    candidates = [name for name in result if not name.startswith("config/")]
+    alike = difflib.get_close_matches(key, candidates, n=3, cutoff=0.6) or sorted(
+        name for name in candidates if name.startswith("env_runners/episode_")
+    )
+    raise MetricNotReportedError(
+        f"sweep.metric: trial {trial} finished {int(finished)} episode(s) by iteration "
+        f"{result.get('training_iteration')}, but its results have no {key!r} to rank it "
+        f"by; keys like it: {', '.join(alike) or 'none'} (or use episode_return_mean, "
+        "episode_len_mean)"
+    )
+
+
+def last_metric(result: Any, key: str) -> float | None:
+    """The last value of the sweep's metric ``key`` that the trial of the Tune ``result`` (a
+    ``ray.tune.Result``) reported as a finite number (:func:`metric_value`): from its whole
+    history where Tune kept one (``metrics_dataframe``), else from its last result; None
+    when it never reported one. Its last result alone may hold NaN (no episode finished
+    in its last iteration)."""
+    frame = getattr(result, "metrics_dataframe", None)
+    if frame is not None and key in frame:
+        for value in reversed(frame[key].tolist()):
+            finite = metric_value({key: value}, key)
+            if finite is not None:
+                return finite
+    return metric_value({key: result_value(result.metrics or {}, key)}, key)
+
+
+def best_result(results: list[Any], key: str, mode: str) -> Any:
+    """Of Tune's ``results``, the one whose :func:`last_metric` is highest (``mode`` max)
+    or lowest (min), the first of equals; None when none reported the metric."""
+    scored = [
+        (value, result) for result in results if (value := last_metric(result, key)) is not None
+    ]
+    if not scored:
+        return None
+    sign = 1.0 if mode == "max" else -1.0
+    return max(scored, key=lambda item: sign * item[0])[1]
+
+
+@contextlib.contextmanager
+def sweep_checks_the_metric() -> Iterator[None]:
+    """Tune's check that every result carries the sweep's metric off (in this process,
+    where Tune's controller runs) for the duration: the sweep's scheduler checks it
+    instead, from a trial's first finished episode on (:func:`check_metric_reported`)."""
+    before = os.environ.get(STRICT_METRIC_SWITCH)
+    os.environ[STRICT_METRIC_SWITCH] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(STRICT_METRIC_SWITCH, None)
+        else:
+            os.environ[STRICT_METRIC_SWITCH] = before
+
+
+def config_error_in(error: BaseException) -> ConfigError | None:
+    """The :class:`ConfigError` that caused ``error`` (Tune re-raises an error of its
+    controller as a TuneError carrying only the traceback's text, the original as its
+    context), or None."""
+    seen: set[int] = set()
+    node: BaseException | None = error
+    while node is not None and id(node) not in seen:
+        if isinstance(node, ConfigError):
+            return node
+        seen.add(id(node))
+        node = node.__cause__ or node.__context__
+    return None
+
+
 def sweep_name(experiment: ExperimentConfig) -> str:
     """The Tune run (and MLflow parent run) of ``experiment``'s sweep."""
     return f"{experiment.name}-sweep"
@@ -602,7 +715,10 @@ def run_sweep(
     :func:`finish_sweep`'s summary. The parent run ends FINISHED, FAILED (an error, or no
     trial reported the metric) or KILLED (interrupted); while MLflow cannot be reached
     that is retried (:func:`close_parent_run`), and a parent run left unupdated is a
-    warning, never a lost summary."""
+    warning, never a lost summary. Trials are judged from their first result with the
+    metric on (:func:`sweep_checks_the_metric`); a training-episode metric a trial still
+    lacks after finishing episodes raises :class:`MetricNotReportedError`
+    (:func:`check_metric_reported`). The best trial is the best by :func:`last_metric`."""
     from tune.runs import make_tuner, restore_tuner
 
     sweep = sweep_of(experiment)
@@ -622,7 +738,8 @@ def run_sweep(
                 tune_config=tune_config(experiment, num_samples),
                 parent_run_id=parent_id,
             )
-        results = tuner.fit()
+        with sweep_checks_the_metric():
+            results = tuner.fit()
     except BaseException as error:
         # The parent run never stays RUNNING: KILLED on Ctrl-C, FAILED on any error. An
         # MLflow outage here must not hide the error itself.
@@ -630,9 +747,11 @@ def run_sweep(
         problem = close_parent_run(tracking_uri, parent_id, status, {})
         if problem:
             print(f"sweep.py: warning: {problem}", file=sys.stderr, flush=True)
+        refused = config_error_in(error)  # a metric no trial reports: one line, exit 2
+        if refused is not None and refused is not error:
+            raise refused from None
         raise
-    reported = any(result_value(r.metrics or {}, sweep.result_key) is not None for r in results)
-    best = results.get_best_result(metric=sweep.result_key, mode=sweep.mode) if reported else None
+    best = best_result(list(results), sweep.result_key, sweep.mode)
     return finish_sweep(experiment, list(results), best, tracking_uri, parent_id)
 
 
@@ -644,13 +763,14 @@ def finish_sweep(
     parent_id: str,
     deadline: Deadline | None = None,
 ) -> dict[str, Any]:
-    """The sweep's summary of its Tune ``results`` (``best``: the best by the metric, None
-    when no trial reported it), then the parent run updated: ``best_<metric>`` logged and
-    its end status set, through an MLflow outage until ``deadline``
-    (:func:`close_parent_run`).
+    """The sweep's summary of its Tune ``results`` (``best``: the best by the metric,
+    :func:`best_result`, None when no trial reported it), then the parent run updated:
+    ``best_<metric>`` logged and its end status set, through an MLflow outage until
+    ``deadline`` (:func:`close_parent_run`).
 
     Returns ``trials`` (per trial: name, swept ``params``, last ``training_iteration``,
-    final ``metric`` value, ``error``), ``metric``, ``mode``, ``status``, ``best_trial``,
+    ``metric``: the last value of the metric it reported, :func:`last_metric`, ``error``),
+    ``metric``, ``mode``, ``status``, ``best_trial``,
     ``best_checkpoint`` (the best trial's best-scored checkpoint, see
     :func:`_best_checkpoint`), ``best_checkpoint_by``, ``best_config``, ``tracking_uri``,
     ``parent_run_id`` and ``parent_run_error``: None, or the one line (also printed on
@@ -665,7 +785,7 @@ def finish_sweep(
                 "trial": Path(result.path).name if result.path else "?",
                 "params": swept_params(result.config or {}, experiment),
                 "training_iteration": metrics.get("training_iteration"),
-                "metric": result_value(metrics, sweep.result_key),
+                "metric": last_metric(result, sweep.result_key),
                 "error": str(result.error) if result.error else None,
             }
         )
@@ -690,7 +810,7 @@ def finish_sweep(
     }
     metrics = {}
     if best is not None:
-        value = result_value(best.metrics, sweep.result_key)
+        value = last_metric(best, sweep.result_key)
         metrics[f"best_{sweep.metric.replace('/', '_')}"] = value
     problem = close_parent_run(tracking_uri, parent_id, status, metrics, deadline)
     if problem:

@@ -31,7 +31,10 @@ parent run for the sweep (its params the config, ``sweep.num_samples`` and ``swe
 with one child run per trial (params: the values the trial starts with; per-iteration
 metrics; under PBT also ``pbt/<swept key>``, the value each iteration trained with, as PBT
 changes them), comparable in the MLflow UI; a summary table at the end (each trial's
-final values), ranked by the metric, and the best trial's checkpoint (its best kept by
+final values and the last value of the metric it reported: RLlib reports an episode
+metric once a trial's first episode has finished, and NaN for an iteration that finished
+none, and the schedulers and the search judge a trial on its results with a value alone),
+ranked by the metric, and the best trial's checkpoint (its best kept by
 ``checkpoint.score`` when the config declares one, else its latest) and values (``--json``:
 one object with ``trials``, ``metric``, ``mode``, ``status``, ``best_trial``,
 ``best_checkpoint``, ``best_checkpoint_by`` (the score's key or "latest"), ``best_config``,
@@ -40,7 +43,9 @@ stderr). ``--resume`` continues an interrupted sweep (same storage and config) i
 parent run. Exit status 0 when every trial finished, 1 when a trial failed (named on
 stderr; the best is then the best of the others) or none reported the metric, or when
 MLflow could not be told the parent run's end (after 5 minutes of retries: one warning
-line, the summary printed all the same), 130 when interrupted.
+line, the summary printed all the same), 2 as soon as a trial has finished episodes
+without reporting an ``env_runners/`` metric (a misspelt ``sweep.metric``: one line
+naming the keys like it), 130 when interrupted.
 """
 
 from __future__ import annotations
