@@ -4,14 +4,16 @@ Each single-agent formulation names its options and what to do with them in a
 :class:`BaselineCommand` (its environment class's ``command``); ``platform/paper_baselines.py``
 (and ``platform/simulate.py``'s subcommands of the same names) build one subcommand per
 formulation from them, so no program holds a copy of any formulation's parser. The command
-runs in :attr:`BaselineCommand.run` (options -> a JSON-able summary; bad values raise
-ValueError) and reads as text through :attr:`BaselineCommand.report`.
+runs in :meth:`BaselineCommand.run` (options -> a JSON-able summary; bad values raise
+ValueError naming the option as typed, ``--num-jobs``) and reads as text through
+:attr:`BaselineCommand.report`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +31,11 @@ class CommandOption:
     choices: tuple[Any, ...] | None = None
     required: bool = False
 
+    @property
+    def dest(self) -> str:
+        """The parsed option's name, argparse's: ``--num-jobs`` -> ``num_jobs``."""
+        return self.flag.lstrip("-").replace("-", "_")
+
     def argparse_keywords(self) -> dict[str, Any]:
         """The keywords of ``parser.add_argument(self.flag, ...)``."""
         keywords: dict[str, Any] = {"help": self.help, "default": self.default}
@@ -45,14 +52,69 @@ class CommandOption:
 class BaselineCommand:
     """``NAME [options] [--json]``: run a formulation's baselines and report them.
 
-    ``run(options)`` takes the parsed options by ``dest`` and returns the summary printed
-    as JSON with ``--json``; ``report(summary, options)`` is the text printed otherwise.
+    ``summarize(options)`` takes the parsed options by ``dest`` and returns the summary
+    printed as JSON with ``--json`` (:meth:`run` calls it); ``report(summary, options)`` is
+    the text printed otherwise.
     """
 
     help: str
-    run: Callable[[dict[str, Any]], dict[str, Any]]
+    summarize: Callable[[dict[str, Any]], dict[str, Any]]
     report: Callable[[dict[str, Any], dict[str, Any]], str]
     options: tuple[CommandOption, ...] = field(default_factory=tuple)
+
+    def run(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The summary of the parsed ``options``; a bad value is a ValueError that names
+        the option as typed, or the ``--jobs-file`` it came from.
+
+        The formulations check their values where the API does too (configs, runners), so
+        their messages name config keys (``num_jobs must be at most 10,000,000``), while
+        the user typed ``--num-jobs``: such names are rewritten
+        (:func:`name_options_as_typed`). Any other error of a run with a ``--jobs-file``
+        is about the jobs read from it, and starts with its path.
+        """
+        path = options.get("jobs_file")
+        try:
+            return self.summarize(options)
+        except ValueError as error:
+            message = str(error)
+            typed = name_options_as_typed(message, self.options)
+            if typed != message:
+                raise ValueError(typed) from None
+            if path is None or message.startswith(str(path)) or self.names_an_option(message):
+                raise
+            raise ValueError(f"{path}: {message}") from None
+        except (TypeError, KeyError) as error:
+            # A job of the wrong shape can fail before its parser names what is wrong.
+            if path is None:
+                raise
+            raise ValueError(f"{path}: {error}") from None
+
+    def names_an_option(self, message: str) -> bool:
+        """True when ``message`` names one of the options by flag (``--num-nw must be``)."""
+        return any(
+            re.search(rf"(?<![\w-]){re.escape(option.flag)}(?![\w-])", message)
+            for option in self.options
+        )
+
+
+def name_options_as_typed(message: str, options: tuple[CommandOption, ...]) -> str:
+    """``message`` with the options it names by ``dest`` named by flag, as typed.
+
+    A message that starts with an option's name is about that option (``nodes must be an
+    integer >= 1``: ``--nodes must be ...``). Further in, only names with an underscore
+    are rewritten (``lower queue_size, time_horizon or ...``): a snake_case word is a key,
+    where a plain one (``nodes``, ``seed``, ``placement``) is as likely English.
+    """
+    flags = {option.dest: option.flag for option in options}
+    leading = re.match(r"(\w+)\b", message)
+    if leading is not None and leading.group(1) in flags:
+        message = flags[leading.group(1)] + message[leading.end() :]
+    keys = [dest for dest in flags if "_" in dest]
+    if not keys:
+        return message
+    # Not after "-": a flag already rewritten (or typed) keeps its spelling.
+    pattern = r"(?<![\w-])(" + "|".join(map(re.escape, keys)) + r")\b"
+    return re.sub(pattern, lambda match: flags[match.group(1)], message)
 
 
 def policy_option(default: str, choices: tuple[str, ...], what: str = "baseline") -> CommandOption:
@@ -93,15 +155,8 @@ def forward_options(
     def run(options: dict[str, Any]) -> dict[str, Any]:
         params = {key: options[key] for key in keys}
         params.update({key: options[key] for key in optional if options[key] is not None})
-        jobs = jobs_from_file(options)
-        try:
-            return runner(options["policy"], jobs=jobs, **params)
-        except (ValueError, TypeError, KeyError) as error:
-            path = options.get("jobs_file")
-            if jobs is None or str(error).startswith(str(path)):
-                raise
-            # A bad job list: say which file it came from.
-            raise ValueError(f"{path}: {error}") from None
+        # BaselineCommand.run says which option or file a ValueError is about.
+        return runner(options["policy"], jobs=jobs_from_file(options), **params)
 
     run.__doc__ = f":func:`{runner.__module__}.{runner.__qualname__}` with the options given."
     return run

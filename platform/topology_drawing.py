@@ -15,8 +15,28 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from envs.topology import Cluster
+from envs.topology.registry import TopologySpec, check_cluster_size, planned_size
 
 MAX_DRAWN_NODES = 2500
+
+
+def check_drawable(spec: TopologySpec) -> None:
+    """ValueError, before the cluster of ``spec`` is built, when it is certainly too large
+    to draw (:func:`draw_cluster` checks the exact count on the built one).
+
+    Every server has a CPU socket, and every socket is a node of the drawing, so more
+    servers than :data:`MAX_DRAWN_NODES` are too many nodes. Building such a cluster only
+    to refuse it took seconds and gigabytes (fat-tree k=160: 6 s, 1.3 GB). One too large
+    for memory at all is refused as the build would (:func:`check_cluster_size`).
+    """
+    check_cluster_size(spec)
+    servers = planned_size(spec)["servers"]
+    if servers > MAX_DRAWN_NODES:
+        raise ValueError(
+            f"{servers:,} servers are too many to draw legibly (each has a CPU socket, and "
+            f"a drawing holds at most {MAX_DRAWN_NODES} nodes); draw a smaller topology, e.g. "
+            "fat-tree k=4 or bcube n=4 k=1"
+        )
 
 
 def draw_cluster(cluster: Cluster, path: Path) -> None:

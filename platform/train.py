@@ -38,7 +38,9 @@ per_seed}}), ``summary`` (best heuristic, learned summary row, relative differen
 ``algorithm.extra`` included, a model that does not fit the environment, or a trial that
 needs more CPUs/GPUs than the machine (or the joined cluster) has -- prints one line on
 stderr naming the key and what is allowed, and exits with status 2 before training starts
-(:mod:`tune.preflight`).
+(:mod:`tune.preflight`). A reader that closes the output early (``| head``) does not stop
+the run: training, evaluation and their MLflow runs finish, the rest of the output is
+dropped, and the exit status is 141 (128 + SIGPIPE, as for any Unix tool).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from typing import Any
 import yaml
 
 from envs.sim.report import json_safe
-from tune.cli import OneLineParser
+from tune.cli import STDOUT_CLOSED_STATUS, GuardedStdout, OneLineParser
 from tune.experiment import ConfigError, ExperimentConfig, load_config
 from tune.paths import (
     default_storage,
@@ -360,19 +362,37 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ValueError) as error:
         print(f"train.py: error: {error}", file=sys.stderr)
         return 2
-    # With --json stdout carries only the final object; Tune's progress and every other
-    # line go to stderr, where a terminal or `ray job logs` shows them as the run goes on.
-    quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
     try:
-        with quiet:
-            status, payload = train_and_evaluate(args, experiment, storage, tracking_uri)
+        return train_and_print(args, experiment, storage, tracking_uri)
     except KeyboardInterrupt:
         # Outside Tune's own handling (warm start, evaluation): nothing half-done is logged.
         print("train.py: interrupted; nothing was evaluated or logged as finished", file=sys.stderr)
         return INTERRUPTED
-    if args.json and payload is not None:
-        print(json.dumps(json_safe(payload)), flush=True)
-    return status
+
+
+def train_and_print(
+    args: argparse.Namespace, experiment: ExperimentConfig, storage: str, tracking_uri: str
+) -> int:
+    """:func:`train_and_evaluate`, then the ``--json`` object; returns the exit status.
+
+    A reader that closes stdout (``| head``) stops neither: the rest of the output is
+    dropped (:class:`tune.cli.GuardedStdout`) and the status, 0 otherwise, is
+    :data:`tune.cli.STDOUT_CLOSED_STATUS`. Unguarded, Tune's first progress line raised
+    BrokenPipeError before any trial ran, and with ``--json`` the final object raised it
+    after the training and the MLflow runs, in a traceback.
+    """
+    stdout = GuardedStdout(sys.stdout)
+    with contextlib.redirect_stdout(stdout):
+        # With --json stdout carries only the final object; Tune's progress and every other
+        # line go to stderr, where a terminal or `ray job logs` shows them as the run goes.
+        quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+        with quiet:
+            status, payload = train_and_evaluate(args, experiment, storage, tracking_uri)
+        if args.json and payload is not None:
+            print(json.dumps(json_safe(payload)))
+        # Now, not at exit: the interpreter's own flush would raise past this guard.
+        stdout.flush()
+    return status or (STDOUT_CLOSED_STATUS if stdout.reader_left else 0)
 
 
 def train_and_evaluate(

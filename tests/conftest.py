@@ -78,6 +78,28 @@ def results_in_a_temporary_folder(tmp_path_factory):
     yield
 
 
+@pytest.fixture
+def run_into_closed_pipe():
+    """``run(command, **kwargs)``: ``subprocess.run`` of ``command`` (text, stderr
+    captured, from the repository root unless ``cwd`` is given) with stdout a pipe whose
+    reader is already gone -- ``| head -c 10`` once head has exited, without the race of a
+    real ``head``."""
+
+    def run(command: list[str], **kwargs) -> subprocess.CompletedProcess:
+        read, write = os.pipe()
+        os.close(read)
+        kwargs.setdefault("cwd", Path(__file__).resolve().parents[1])
+        kwargs.setdefault("timeout", 300)
+        try:
+            return subprocess.run(
+                command, stdout=write, stderr=subprocess.PIPE, text=True, **kwargs
+            )
+        finally:
+            os.close(write)
+
+    return run
+
+
 def free_local_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

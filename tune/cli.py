@@ -2,14 +2,15 @@
 ``<prog>: error: <message>``, and exit status 2 (``train.py``, ``evaluate.py``,
 ``sweep.py``, ``simulate.py``, ``reproduce.py``, ``paper_baselines.py``); a reader that
 closes their output early (``simulate.py ... --json | head -c 10``) ends them quietly
-with :data:`STDOUT_CLOSED_STATUS` (:func:`run_subcommand`, :func:`silence_stdout`)."""
+with :data:`STDOUT_CLOSED_STATUS` (:func:`run_subcommand`, :func:`silence_stdout`; for a
+long run that prints as it goes, :class:`GuardedStdout`)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn, TextIO
 
 #: The exit status of a program whose reader closed its stdout (``... | head``): 128 +
 #: SIGPIPE (13), the status a shell reports for any Unix tool that SIGPIPE ended (``cat
@@ -52,13 +53,20 @@ def silence_stdout() -> None:
     raise again (the latter prints "Exception ignored ... BrokenPipeError" and exits 120).
     A stream without a file descriptor (a test's captured stdout) is replaced instead.
     """
+    if not _point_at_null_device(sys.stdout):
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 -- stdout, open until exit
+
+
+def _point_at_null_device(stream: Any) -> bool:
+    """Point ``stream``'s file descriptor at the null device; False if it has none."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())
     except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 -- stdout, open until exit
+        return False
     finally:
         os.close(devnull)
+    return True
 
 
 def run_subcommand(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
@@ -79,3 +87,48 @@ def run_subcommand(parser: argparse.ArgumentParser, argv: list[str] | None) -> i
     except (UsageError, ValueError, OSError) as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
+
+
+class GuardedStdout:
+    """A stand-in for stdout (``contextlib.redirect_stdout``) through a long run whose
+    reader may leave (``train.py ... | head``), so that the run goes on and finishes.
+
+    Without it, the first print that found the reader gone raised BrokenPipeError from
+    wherever it was: from Tune's progress table before the first trial, or from the final
+    ``--json`` print after the training -- a traceback, and no training or no exit status
+    to trust. Here the first write or flush that finds the reader gone silences stdout (as
+    :func:`silence_stdout` does) and sets :attr:`reader_left`; later output is dropped.
+    Everything else (``fileno``, ``encoding``, ``isatty``) is the real stream's.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        #: True once a write or flush found the reader gone.
+        self.reader_left = False
+
+    def write(self, text: str) -> int:
+        """Write ``text`` to the real stream while it has a reader."""
+        if not self.reader_left:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush the real stream while it has a reader."""
+        if not self.reader_left:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        self.reader_left = True
+        # The real stream's buffer still holds what could not be written: flushed at exit,
+        # it goes to the null device instead of raising again. (A stream without a file
+        # descriptor is written no more: this guard drops what follows.)
+        _point_at_null_device(self._stream)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

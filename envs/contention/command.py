@@ -16,7 +16,7 @@ from envs.sim import LINK_SHARING
 
 COMMAND = BaselineCommand(
     help="run a contention-aware baseline (000)",
-    run=forward_options(
+    summarize=forward_options(
         run_contention_baseline, "seed", "mix", "num_jobs", "num_sets", "placement", "link_sharing"
     ),
     report=titled_report(

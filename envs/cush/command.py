@@ -36,7 +36,7 @@ def report(summary: dict[str, Any], options: dict[str, Any]) -> str:
 
 COMMAND = BaselineCommand(
     help="run a CuSH baseline (004 Table 1) over job sets",
-    run=forward_options(
+    summarize=forward_options(
         run_cush_baseline,
         "seed",
         "num_sets",

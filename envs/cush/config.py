@@ -29,6 +29,19 @@ ALLOCATION_POLICIES: tuple[str, ...] = ("depth-first", "breadth-first")
 #: How the environment's scalar reward is made (see :mod:`envs.cush`).
 REWARD_MODES: tuple[str, ...] = ("local", "global_scaled")
 
+#: The most cells the image observation may have: 2^28 float32 cells are 1 GiB, held by
+#: the core, copied for every observation and twice more as the observation space's
+#: bounds. 004's image has 768 x 5 x 6 = 23,040; the largest cluster allowed (2^20 Summit
+#: nodes, 8,388,608 columns) still fits with T = 5, Q = 5. ``--queue-size 100000000`` asked
+#: for 768 x 5 x 1e8 (1.4 TiB) and ended in a MemoryError, so a size that cannot fit is
+#: refused up front, as DeepRM's (:data:`envs.deeprm.config.MAX_IMAGE_CELLS`).
+MAX_IMAGE_CELLS = 2**28
+
+#: The most image rows: the core precomputes (T + 1) x T float32 row patterns (400 MB
+#: at this bound), which ``--time-horizon 100000000`` could not hold whatever the image's
+#: other sides. 2,000 times 004's T = 5, and 500 times its longest job (20 steps).
+MAX_TIME_HORIZON = 10_000
+
 
 @dataclass(frozen=True)
 class CuSHConfig(MappingConfig):
@@ -102,6 +115,23 @@ class CuSHConfig(MappingConfig):
         one_of("reward", self.reward, REWARD_MODES)
         number_in("gamma", self.gamma, 0.0, 1.0, open_low=False)
         int_at_least("max_time", self.max_time, self.arrival_window)
+        self._check_memory()
+
+    def _check_memory(self) -> None:
+        """Refuse a view too large to hold in memory, before the core allocates it."""
+        if self.time_horizon > MAX_TIME_HORIZON:
+            raise ValueError(
+                f"time_horizon must be at most {MAX_TIME_HORIZON:,} (more image rows would "
+                f"not fit in memory), got {self.time_horizon:,}"
+            )
+        width, rows, channels = self.image_shape
+        if width * rows * channels > MAX_IMAGE_CELLS:
+            raise ValueError(
+                f"CuSH's image would have {width:,} x {rows:,} x {channels:,} cells (CPU and "
+                "GPU columns of the nodes x time_horizon x queue_size + 1), more than fit in "
+                f"memory (at most {MAX_IMAGE_CELLS:,}); lower queue_size, time_horizon or the "
+                "number of nodes"
+            )
 
     @property
     def server(self) -> str:

@@ -37,7 +37,7 @@ def report(summary: dict[str, Any], options: dict[str, Any]) -> str:
 
 COMMAND = BaselineCommand(
     help="replay an explicit DeepRM workload under SJF, Packer or Random",
-    run=run,
+    summarize=run,
     report=report,
     options=(
         CommandOption(

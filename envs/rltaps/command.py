@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from envs.command import (
@@ -13,6 +14,15 @@ from envs.command import (
     seed_option,
 )
 from envs.rltaps.baselines import format_baseline_table, parse_baselines, run_rltaps_baseline
+
+
+def baseline_names(text: str) -> list[str]:
+    """``--policy``'s baselines (an option's ``type``): argparse names the option in the
+    message, which a check after the jobs file was read would have put on the file."""
+    try:
+        return parse_baselines(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def run(options: dict[str, Any]) -> dict[str, Any]:
@@ -46,13 +56,14 @@ def report(summary: dict[str, Any], options: dict[str, Any]) -> str:
 
 COMMAND = BaselineCommand(
     help="run RL-TAPS's baselines (003: random, sjf, tetris) side by side",
-    run=run,
+    summarize=run,
     report=report,
     options=(
         CommandOption(
             "--policy",
             "baselines, comma separated, of random, sjf, tetris (default all three)",
             "random,sjf,tetris",
+            type=baseline_names,
         ),
         seed_option("the first job sequence"),
         CommandOption("--num-sequences", "job sequences to average (default 1)", 1, type=int),

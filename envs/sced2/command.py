@@ -15,7 +15,7 @@ from envs.sced2.baselines import SCED2_BASELINES, run_sced2_baseline
 
 COMMAND = BaselineCommand(
     help="run a SCED2 baseline (002) with packing",
-    run=forward_options(
+    summarize=forward_options(
         run_sced2_baseline, "seed", "num_jobs", "num_traces", "workload", "interval_scale"
     ),
     report=titled_report(

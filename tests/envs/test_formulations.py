@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from envs.base import ConfiguredEnv
-from envs.command import BaselineCommand, forward_options, titled_report
+from envs.command import (
+    BaselineCommand,
+    CommandOption,
+    forward_options,
+    jobs_file_option,
+    name_options_as_typed,
+    titled_report,
+)
 from envs.registry import SINGLE_AGENT_ENVIRONMENTS, formulation, formulation_ids
 
 #: A quick config per formulation.
@@ -126,3 +133,64 @@ def test_a_command_forwards_its_options_and_reports_a_titled_summary(tmp_path) -
         f"  {'avg_jct':<26}12.35",
         f"  {'jobs':<26}3",
     ]
+
+
+OPTIONS = (
+    CommandOption("--num-jobs", "jobs", 10, type=int),
+    CommandOption("--nodes", "nodes", 4, type=int),
+    CommandOption("--queue-size", "Q", type=int),
+    CommandOption("--num-nw", "slots", 5, type=int),
+    jobs_file_option(),
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "typed"),
+    [
+        (
+            "num_jobs must be at most 10,000,000 (more would not fit in memory), got 100,000,000",
+            "--num-jobs must be at most 10,000,000 (more would not fit in memory), got 100,000,000",
+        ),
+        ("nodes must be an integer >= 1, got 0", "--nodes must be an integer >= 1, got 0"),
+        (
+            "the image would have 9 x 9 cells; lower queue_size or the number of nodes",
+            "the image would have 9 x 9 cells; lower --queue-size or the number of nodes",
+        ),
+        # A plain word inside a sentence is English; a flag keeps its spelling; a longer
+        # key that only starts with an option's name is another key.
+        ("CuSH needs nodes of one size", "CuSH needs nodes of one size"),
+        ("--num-nw must be >= 1, got 0", "--num-nw must be >= 1, got 0"),
+        ("num_jobs_total must be >= 1", "num_jobs_total must be >= 1"),
+    ],
+)
+def test_an_option_is_named_as_typed(message: str, typed: str) -> None:
+    assert name_options_as_typed(message, OPTIONS) == typed
+
+
+def test_a_command_names_the_option_or_the_jobs_file_of_an_error(tmp_path) -> None:
+    """``sced2 --num-jobs 100000000`` said "num_jobs must be at most ...", a name the user
+    never typed; with ``--jobs-file`` every error, ``--nodes 0``'s too, was put on the file."""
+    problem: list[Exception] = []
+
+    def summarize(options: dict[str, Any]) -> dict[str, Any]:
+        raise problem[0]
+
+    command = BaselineCommand("test", summarize, lambda summary, options: "", OPTIONS)
+    jobs = tmp_path / "jobs.json"
+    given = {"jobs_file": None}
+    for error, with_file, message in (
+        (ValueError("num_jobs must be at most 10"), False, "--num-jobs must be at most 10"),
+        (ValueError("nodes must be >= 1, got 0"), True, "--nodes must be >= 1, got 0"),
+        (ValueError("--num-nw must be >= 1"), True, "--num-nw must be >= 1"),
+        (ValueError("job 0: gpus must be >= 1"), True, f"{jobs}: job 0: gpus must be >= 1"),
+        (ValueError(f"{jobs}: not a JSON job list"), True, f"{jobs}: not a JSON job list"),
+        (ValueError("job 0: gpus must be >= 1"), False, "job 0: gpus must be >= 1"),
+        (KeyError("arrival"), True, f"{jobs}: 'arrival'"),
+    ):
+        problem[:] = [error]
+        with pytest.raises(ValueError) as raised:
+            command.run({**given, "jobs_file": jobs if with_file else None})
+        assert str(raised.value) == message
+    problem[:] = [KeyError("arrival")]
+    with pytest.raises(KeyError):  # no jobs file: a bug, not a bad file
+        command.run(given)

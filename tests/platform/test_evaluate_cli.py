@@ -3,7 +3,6 @@ stops reading (``| head``) ends it quietly, with the evaluation still logged."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,33 +36,25 @@ def test_a_bad_seed_names_the_option(seeds: str) -> None:
     )
 
 
-def test_a_reader_that_stops_reading_loses_no_run_and_ends_quietly(sqlite_uri: str) -> None:
+def test_a_reader_that_stops_reading_loses_no_run_and_ends_quietly(
+    sqlite_uri: str, run_into_closed_pipe
+) -> None:
     """``evaluate.py ... --json --mlflow | head -c 10``: a BrokenPipeError traceback and exit
     1 before, and the runs were never logged; now they are, and the exit is 141 (128 +
     SIGPIPE, as a Unix tool ends) with nothing on stderr."""
     from mlflow.tracking import MlflowClient
 
-    read, write = os.pipe()
-    os.close(read)  # the reader is gone before the first line is written
-    try:
-        result = subprocess.run(
-            [
-                sys.executable,
-                str(SCRIPT),
-                *SMALL,
-                "--json",
-                "--mlflow",
-                "--set",
-                f"tracking.tracking_uri={sqlite_uri}",
-            ],
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            timeout=300,
-        )
-    finally:
-        os.close(write)
+    result = run_into_closed_pipe(
+        [
+            sys.executable,
+            str(SCRIPT),
+            *SMALL,
+            "--json",
+            "--mlflow",
+            "--set",
+            f"tracking.tracking_uri={sqlite_uri}",
+        ]
+    )
     assert (result.returncode, result.stderr) == (141, "")
     client = MlflowClient(tracking_uri=sqlite_uri)
     runs = client.search_runs([e.experiment_id for e in client.search_experiments()])

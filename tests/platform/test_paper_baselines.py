@@ -4,7 +4,7 @@ and the same subcommands through ``platform/simulate.py``."""
 from __future__ import annotations
 
 import json
-import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +21,24 @@ def run(program: str, *args: str) -> subprocess.CompletedProcess:
         text=True,
         cwd=ROOT,
         timeout=300,
+    )
+
+
+def _cap_memory() -> None:
+    # 4 GB of address space: a size check that regressed ends in a MemoryError in the
+    # child instead of taking the machine's memory.
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+def run_capped(program: str, *args: str) -> subprocess.CompletedProcess:
+    """``run`` with the program's memory capped (:func:`_cap_memory`)."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "platform" / program), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        preexec_fn=_cap_memory,
     )
 
 
@@ -89,22 +107,52 @@ def test_a_negative_seed_names_the_option() -> None:
             )
 
 
-def test_a_reader_that_stops_reading_ends_it_quietly() -> None:
+def test_a_reader_that_stops_reading_ends_it_quietly(run_into_closed_pipe) -> None:
     """``rltaps ... | head -c 10``: "paper_baselines.py: error: [Errno 32] Broken pipe" and
     exit 2 before; now 141 (128 + SIGPIPE, as a Unix tool ends) and nothing on stderr."""
     program = ROOT / "platform" / "paper_baselines.py"
     args = ["rltaps", "--policy", "sjf", "--num-jobs", "20", "--num-sequences", "1"]
-    read, write = os.pipe()
-    os.close(read)  # the reader is gone before the first line is written
-    try:
-        result = subprocess.run(
-            [sys.executable, str(program), *args],
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            timeout=300,
-        )
-    finally:
-        os.close(write)
+    result = run_into_closed_pipe([sys.executable, str(program), *args])
     assert (result.returncode, result.stderr) == (141, "")
+
+
+def test_a_cush_view_too_large_for_memory_is_one_line() -> None:
+    """``cush --queue-size 100000000`` and ``--time-horizon 100000000`` ended in a
+    MemoryError traceback; now one line naming the options, before anything is built."""
+    for program in ("paper_baselines.py", "simulate.py"):
+        queue = run_capped(program, "cush", "--queue-size", "100000000")
+        assert queue.returncode == 2 and queue.stderr == (
+            f"{program}: error: CuSH's image would have 768 x 5 x 100,000,001 cells (CPU and "
+            "GPU columns of the nodes x --time-horizon x --queue-size + 1), more than fit in "
+            "memory (at most 268,435,456); lower --queue-size, --time-horizon or the number of "
+            "nodes\n"
+        )
+        horizon = run_capped(program, "cush", "--time-horizon", "100000000")
+        assert horizon.returncode == 2 and horizon.stderr == (
+            f"{program}: error: --time-horizon must be at most 10,000 (more image rows would "
+            "not fit in memory), got 100,000,000\n"
+        )
+
+
+def test_a_bad_value_names_the_option_as_typed(tmp_path: Path) -> None:
+    """``sced2 --num-jobs 100000000`` said "num_jobs must be at most ...": not the option
+    typed. With ``--jobs-file`` an option's error was put on the file ("jobs.json: nodes
+    must be ...")."""
+    jobs = tmp_path / "jobs.json"
+    jobs.write_text('[{"arrival": 0, "length": 1, "gpus": 1, "cpus": 0, "type": "dgemm"}]')
+    for program in ("paper_baselines.py", "simulate.py"):
+        for name in ("sced2", "contention", "rltaps"):
+            result = run_capped(program, name, "--num-jobs", "100000000")
+            assert result.returncode == 2 and result.stderr == (
+                f"{program}: error: --num-jobs must be at most 10,000,000 (more would not fit "
+                "in memory), got 100,000,000\n"
+            )
+        result = run(program, "cush", "--jobs-file", str(jobs), "--nodes", "0")
+        assert result.returncode == 2
+        assert result.stderr == f"{program}: error: --nodes must be an integer >= 1, got 0\n"
+    # A check of --policy after the jobs file was read put the name on the file.
+    result = run("paper_baselines.py", "rltaps", "--policy", "sjf,fifo", "--jobs-file", str(jobs))
+    assert result.returncode == 2 and result.stderr == (
+        "paper_baselines.py: error: argument --policy: unknown RL-TAPS baseline 'fifo'; "
+        "known: random, sjf, tetris\n"
+    )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -37,24 +37,6 @@ def run_capped(*args: str) -> subprocess.CompletedProcess:
         timeout=120,
         preexec_fn=_cap_memory,
     )
-
-
-def run_into_closed_pipe(*args: str) -> subprocess.CompletedProcess:
-    """Run with stdout a pipe whose reader is already gone: ``| head -c 10`` once head
-    has exited, without the race of a real ``head``."""
-    read, write = os.pipe()
-    os.close(read)
-    try:
-        return subprocess.run(
-            [sys.executable, str(SCRIPT), *args],
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            timeout=120,
-        )
-    finally:
-        os.close(write)
 
 
 @pytest.mark.parametrize(
@@ -129,6 +111,45 @@ def test_describe_draws_a_png(tmp_path: Path) -> None:
     assert refused.returncode == 2 and "too many to draw" in refused.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "servers"),
+    [
+        (["--topology", "fat-tree", "--k", "160"], "1,024,000"),  # the largest allowed
+        (["--topology", "bcube", "--n", "32", "--k", "3"], "1,048,576"),
+        (["--topology", "flat", "--servers", "2501"], "2,501"),
+    ],
+)
+def test_a_cluster_too_large_to_draw_is_refused_before_it_is_built(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    servers: str,
+) -> None:
+    """``describe --topology fat-tree --k 160 --draw x.png`` built the whole cluster (6 s,
+    1.3 GB) only to refuse to draw it; now its planned size refuses it, nothing built."""
+    import envs.topology.registry
+
+    def no_building(*_: object, **__: object) -> None:
+        raise AssertionError("the cluster was built")
+
+    monkeypatch.setattr(envs.topology.registry, "assemble_cluster", no_building)
+    monkeypatch.syspath_prepend(str(ROOT / "platform"))
+    spec = importlib.util.spec_from_file_location("simulate_program", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    program = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(program)
+    target = tmp_path / "cluster.png"
+    assert program.main(["describe", *args, "--draw", str(target)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == (
+        f"simulate.py: error: {servers} servers are too many to draw legibly (each has a CPU "
+        "socket, and a drawing holds at most 2500 nodes); draw a smaller topology, e.g. "
+        "fat-tree k=4 or bcube n=4 k=1\n"
+    )
+    assert not target.exists()
+
+
 @pytest.mark.parametrize("name", ["cluster", "outdir"])
 def test_a_drawing_name_matplotlib_would_change_is_one_line(tmp_path: Path, name: str) -> None:
     """matplotlib writes "cluster" as cluster.png (and a folder "outdir" as outdir.png)
@@ -186,11 +207,24 @@ def test_a_cluster_too_large_for_memory_is_one_line(args: list[str], message: st
 
 
 @pytest.mark.parametrize("output", [[], ["--json"]])
-def test_a_reader_that_stops_reading_ends_it_quietly(output: list[str]) -> None:
+def test_a_reader_that_stops_reading_ends_it_quietly(
+    output: list[str], run_into_closed_pipe
+) -> None:
     """``describe ... | head -c 10``: it printed "simulate.py: error: [Errno 32] Broken
     pipe" and exited 2, as for a bad command line; now 141 (128 + SIGPIPE, as a Unix
     tool ends) and nothing on stderr."""
     result = run_into_closed_pipe(
-        "describe", "--topology", "bcube", "--n", "6", "--k", "3", *output
+        [
+            sys.executable,
+            str(SCRIPT),
+            "describe",
+            "--topology",
+            "bcube",
+            "--n",
+            "6",
+            "--k",
+            "3",
+            *output,
+        ]
     )
     assert (result.returncode, result.stderr) == (141, "")

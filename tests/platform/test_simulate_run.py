@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -499,26 +498,16 @@ def test_a_trace_may_be_capped_at_any_number_of_jobs() -> None:
     assert json.loads(result.stdout)["jobs"] == 200
 
 
-def test_a_reader_that_stops_reading_loses_no_file_and_ends_quietly(tmp_path: Path) -> None:
+def test_a_reader_that_stops_reading_loses_no_file_and_ends_quietly(
+    tmp_path: Path, run_into_closed_pipe
+) -> None:
     """``run ... --json --csv FILE | head -c 10``: it printed "simulate.py: error: [Errno
     32] Broken pipe", exited 2 and never wrote FILE; now the file is written and the exit
     is 141 (128 + SIGPIPE, as a Unix tool ends), with nothing on stderr."""
     table = tmp_path / "metrics.csv"
     for output in (["--json"], []):
         command = [sys.executable, str(SCRIPT), "run", *COMPARE[:8], "--policy", "fifo+packing"]
-        read, write = os.pipe()
-        os.close(read)  # the reader is gone before the first line is written
-        try:
-            result = subprocess.run(
-                [*command, *output, "--csv", str(table)],
-                stdout=write,
-                stderr=subprocess.PIPE,
-                text=True,
-                cwd=ROOT,
-                timeout=300,
-            )
-        finally:
-            os.close(write)
+        result = run_into_closed_pipe([*command, *output, "--csv", str(table)])
         assert (result.returncode, result.stderr) == (141, "")
         assert table.read_text().startswith("policy,")
         table.unlink()

@@ -160,3 +160,23 @@ def test_stepping_after_the_end_needs_a_reset() -> None:
     assert terminated and info["global_reward"] == 1.0
     with pytest.raises(RuntimeError, match="reset"):
         env.step([0, 0])
+
+
+def test_a_view_too_large_for_memory_is_refused_by_the_config() -> None:
+    """``paper_baselines.py cush --queue-size 100000000`` (or ``--time-horizon``) ended in a
+    MemoryError allocating a 768 x 5 x 1e8 image; the config now refuses it, naming the
+    knobs."""
+    from envs.cush.config import MAX_TIME_HORIZON
+
+    with pytest.raises(
+        ValueError, match=r"image would have 768 x 5 x 100,000,001 cells .*lower queue_size"
+    ):
+        CuSHConfig(queue_size=100_000_000)
+    with pytest.raises(ValueError, match=r"^time_horizon must be at most 10,000 .*100,000,000"):
+        CuSHConfig(time_horizon=100_000_000)
+    with pytest.raises(ValueError, match="image would have 768 x 10,000 x 100,001 cells"):
+        CuSHConfig(time_horizon=MAX_TIME_HORIZON, queue_size=100_000)
+    # Generous: the largest cluster allowed (2^20 nodes) with 004's view, a long view.
+    CuSHConfig(cluster="summit", nodes=2**20)
+    CuSHConfig(time_horizon=MAX_TIME_HORIZON)
+    CuSHConfig(queue_size=10_000)
