@@ -4,7 +4,6 @@ a server that takes them gets one run per row."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.platform.programs import load_program
 from tune.experiment import config_from_dict
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,12 +25,7 @@ EXPERIMENT = {
 
 @pytest.fixture
 def program() -> ModuleType:
-    path = ROOT / "platform" / "evaluate.py"
-    spec = importlib.util.spec_from_file_location("evaluate_program", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_program("evaluate")
 
 
 def _played() -> tuple[Any, dict, dict, dict]:

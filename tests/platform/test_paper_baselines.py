@@ -4,42 +4,30 @@ and the same subcommands through ``platform/simulate.py``."""
 from __future__ import annotations
 
 import json
-import resource
 import subprocess
 import sys
 from pathlib import Path
 
 from envs.registry import formulation_ids
+from tests.platform.programs import cap_memory
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(program: str, *args: str) -> subprocess.CompletedProcess:
+def run(program: str, *args: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, str(ROOT / "platform" / program), *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=300,
+        **kwargs,
     )
-
-
-def _cap_memory() -> None:
-    # 4 GB of address space: a size check that regressed ends in a MemoryError in the
-    # child instead of taking the machine's memory.
-    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
 def run_capped(program: str, *args: str) -> subprocess.CompletedProcess:
-    """``run`` with the program's memory capped (:func:`_cap_memory`)."""
-    return subprocess.run(
-        [sys.executable, str(ROOT / "platform" / program), *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-        preexec_fn=_cap_memory,
-    )
+    """``run`` with the program's memory capped (:func:`tests.platform.programs.cap_memory`)."""
+    return run(program, *args, preexec_fn=cap_memory)
 
 
 def test_every_formulation_is_a_subcommand() -> None:

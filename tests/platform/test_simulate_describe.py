@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import resource
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.platform.programs import cap_memory
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "platform" / "simulate.py"
@@ -21,21 +22,15 @@ def run(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def _cap_memory() -> None:
-    # 4 GB of address space: a size check that regressed ends in a MemoryError in the
-    # child instead of taking the machine's memory.
-    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-
-
 def run_capped(*args: str) -> subprocess.CompletedProcess:
-    """``run`` with the program's memory capped (:func:`_cap_memory`)."""
+    """``run`` with the program's memory capped (:func:`tests.platform.programs.cap_memory`)."""
     return subprocess.run(
         [sys.executable, str(SCRIPT), *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=120,
-        preexec_fn=_cap_memory,
+        preexec_fn=cap_memory,
     )
 
 

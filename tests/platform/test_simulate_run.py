@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import csv
 import json
-import resource
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.platform.programs import cap_memory
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "platform" / "simulate.py"
@@ -464,12 +465,6 @@ def test_a_duration_unit_for_a_trace_format_that_fixes_its_own_is_one_line() -> 
     )
 
 
-def _cap_memory() -> None:
-    # 4 GB of address space: a size check that regressed ends in a MemoryError in the
-    # child instead of taking the machine's memory.
-    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-
-
 def test_more_jobs_than_fit_in_memory_are_one_line_before_the_cluster_is_built() -> None:
     """``--jobs 100000000`` ended in a MemoryError traceback drawing the jobs."""
     result = subprocess.run(
@@ -478,7 +473,7 @@ def test_more_jobs_than_fit_in_memory_are_one_line_before_the_cluster_is_built()
         text=True,
         cwd=ROOT,
         timeout=120,
-        preexec_fn=_cap_memory,
+        preexec_fn=cap_memory,
     )
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr == (

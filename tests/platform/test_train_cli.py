@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import os
 import sys
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.platform.programs import load_program
 from tune.cli import STDOUT_CLOSED_STATUS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,11 +25,7 @@ PAYLOAD = {"checkpoint": "/results/tiny/checkpoint_000001", "training_s": 1.5}
 
 @pytest.fixture
 def program() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("train_program", ROOT / "platform" / "train.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_program("train")
 
 
 @contextlib.contextmanager

@@ -4,22 +4,19 @@ give a trial, where Tune's own choice raises after the training finished."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.platform.programs import load_program
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def program() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("train_program", ROOT / "platform" / "train.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_program("train")
 
 
 def _fit(tmp_path: Path, returns: list[float | None]) -> object:
