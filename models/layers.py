@@ -174,12 +174,9 @@ class EdgeConditionedConv(MessagePassing):
         batch, num_nodes, _ = x.shape
         rows = num_nodes if outputs is None else outputs
         coefficients = operator.shape[1] // num_nodes
-        if rows < num_nodes:
-            operator = operator[:, : rows * coefficients]
-            x_own = x[:, :rows]
-        else:
-            x_own = x
-        gathered = torch.bmm(operator, x).reshape(batch * rows, -1)
+        # Slices, not copies: all N rows when every output is asked for.
+        gathered = torch.bmm(operator[:, : rows * coefficients], x).reshape(batch * rows, -1)
+        x_own = x[:, :rows]
         own = self.combine.weight[:, : self.in_channels]
         neighbourhood = self.combine.weight[:, self.in_channels :]
         folded = self._stacked_filter() @ neighbourhood.t()

@@ -194,15 +194,15 @@ class PodGNN(nn.Module):
             operator = self._operator(obs, "", num_nodes)
             valid = node_valid.view(batch, num_nodes, 1)
             h = self.node_input(features) * valid
+            for layer in self.inner[:-1]:
+                h = layer.dense_forward(h, operator) * valid
             # Pooling and the placement head read only the targets (the first slots), so
             # the last layer computes only their rows (the same numbers; 8 of 19 nodes per
             # pod at fat-tree k=4).
             targets = min(num_nodes, self.num_targets)
-            for index, layer in enumerate(self.inner):
-                if index == len(self.inner) - 1:
-                    return layer.dense_forward(h, operator, targets) * valid[:, :targets]
-                h = layer.dense_forward(h, operator) * valid
-            return h[:, :targets]  # no inner layers: the input projection's targets
+            if len(self.inner):
+                return self.inner[-1].dense_forward(h, operator, targets) * valid[:, :targets]
+            return h[:, :targets]
         edge_index, edge_attr = batch_graph(
             obs["edge_index"], obs["edge_attr"], obs["edge_mask"], num_nodes
         )
